@@ -1,0 +1,159 @@
+/**
+ * CampaignConfig: the one config object of a dartflow campaign, CleanRL-style — every field is described
+ * and has a default. Defaults are DART's (reference/dart-spec.md, section in brackets) unless a field says
+ * why the embedded default differs. Node-free: workflows validate their input with it too.
+ */
+import { z } from 'zod';
+
+const prob = z.number().min(0).max(1);
+const posInt = z.number().int().positive();
+
+export const CampaignSectionSchema = z
+  .strictObject({
+    id: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'letters, digits, ".", "_" or "-", at most 100 chars, starting with a letter or digit')
+      .default('quickstart')
+      .describe('Campaign id: workflow id prefix and MinIO prefix (campaigns/<id>/).'),
+    mode: z
+      .enum(['async', 'sync'])
+      .default('async')
+      .describe('async = DART decoupled (rollout-wise, overlapping training); sync = coupled baseline with batch barrier.'),
+    suite: z.string().min(1).default('quickstart').describe('Task suite name (tasks/suites/<suite>.json).'),
+    maxTrainSteps: posInt.default(200).describe('Stop after this many train steps [§4.9: 200].'),
+    maxEpisodes: posInt.default(1_000_000).describe('Stop after this many rollout episodes.'),
+    targetSuccess: prob.optional().describe('Stop early when held-out greedy success reaches this.'),
+  })
+  .describe('What to train and when to stop.');
+
+export const RolloutSchema = z
+  .strictObject({
+    nMax: posInt.default(8).describe('Rollouts per task group when the task is hard: N_max [§4.6: rollout_n 8].'),
+    nMin: posInt.default(1).describe('Fewest rollouts for an easy task [§4.6: min_rollout_n 1].'),
+    dynamicRollout: z.boolean().default(true).describe('Adapt rollouts per task from its success rate [§4.6].'),
+    successRateThreshold: prob.default(0.6).describe('θ: below it a task gets nMax; above, n = ⌊9/sr − 7⌋ [§4.6: 0.6].'),
+    maxSteps: posInt.default(30).describe('Global step budget per episode [§2.5: 30].'),
+    dynamicMaxSteps: z.boolean().default(true).describe('Per-task step budget from the longest success so far [§4.7].'),
+    maxStepsMargin: z.number().int().nonnegative().default(0).describe('Steps added to the longest success [§4.7: unknown, 0].'),
+    temperature: z.number().positive().max(10).default(1.0).describe('Sampling temperature [§4.4: 1.0].'),
+    envConcurrency: posInt.default(4).describe('Episodes in flight at once (total env slots to keep busy).'),
+  })
+  .describe('Rollout scheduling and DART dynamic rollout number / trajectory length.');
+
+export const CurationSchema = z
+  .strictObject({
+    maxStaleness: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(1)
+      .describe('A step may train version v only if sampled by v − maxStaleness or newer [§3.4: top-2 versions → 1].'),
+    experiencePool: z.boolean().default(true).describe('Inject a pooled success into all-failed groups [§4.8].'),
+    precollect: z.boolean().default(false).describe('Pre-collect successes for hard tasks before training [§4.8].'),
+    precollectSuccessesPerTask: posInt.default(2).describe('k successes per hard task to pre-collect.'),
+    precollectMaxAttempts: posInt.default(64).describe('Give up pre-collecting a task after this many attempts.'),
+    accMax: prob.default(1.0).describe('Groups with mean reward ≥ accMax are not trained on (zero advantage) [§3.4: 1.0].'),
+    groupSize: posInt.default(8).describe('Trajectories per trained group (down-/up-sampled) [§3.4: 8].'),
+  })
+  .describe('Data manager: staleness bound, experience pool and pre-collection.');
+
+export const TrainerSchema = z
+  .strictObject({
+    learningRate: z
+      .number()
+      .positive()
+      .default(3e-3)
+      .describe('Adam learning rate. DART used 1e-6 for a 7B VLM [§6.2]; 3e-3 suits the 23k-param embedded CNN.'),
+    adamBeta1: prob.default(0.9).describe('Adam β1 (verl default 0.9).'),
+    adamBeta2: prob.default(0.999).describe('Adam β2 (verl default 0.999).'),
+    weightDecay: z.number().nonnegative().default(0).describe('AdamW decay [§6.2: 0.1 for the VLM].'),
+    gradClip: z.number().positive().default(2.0).describe('Global gradient-norm clip [§6.2: 2.0].'),
+    clipLow: z.number().min(0).max(1).default(0.1).describe('PPO ε_low [§4.3: 0.1].'),
+    clipHigh: z.number().min(0).max(10).default(0.28).describe('PPO ε_high [§4.3: 0.28].'),
+    dualClip: z.number().min(1).default(10).describe('Dual-clip constant c for negative advantages [§4.3: 10].'),
+    tisCap: z.number().positive().default(1.0).describe('Truncated-IS cap C in w = min(π_old/π_behaviour, C) [§4.4: 1.0].'),
+    klBeta: z.number().nonnegative().default(0.1).describe('β of the k3 KL to the initial policy [§4.3: 0.1].'),
+    entropyTopFraction: z.number().gt(0).max(1).default(0.8).describe('Train on this top fraction of step entropies [§4.5: 0.8].'),
+    entropyCoef: z.number().nonnegative().default(0).describe('Entropy bonus coefficient [§4.3: 0].'),
+    useEntropySelection: z.boolean().default(true).describe('Ablation switch: high-entropy step selection.'),
+    useTis: z.boolean().default(true).describe('Ablation switch: truncated importance sampling.'),
+    useKl: z.boolean().default(true).describe('Ablation switch: KL to the reference policy.'),
+    useClip: z.boolean().default(true).describe('Ablation switch: PPO clipping.'),
+    minGroups: posInt.default(6).describe('Fewest eligible groups to start a train step [§3.4: train_batch_size_min 6].'),
+    maxGroups: posInt.default(8).describe('Most groups per train step [§3.4: train_batch_size_max 8].'),
+    minibatchSize: posInt.default(64).describe('Step samples per gradient computation (heartbeat per minibatch).'),
+    epochs: posInt.default(1).describe('Passes over a batch per train step [§4.1: ppo_epochs 1].'),
+  })
+  .describe('Step-wise GRPO trainer.');
+
+export const PolicySchema = z
+  .strictObject({
+    kind: z.enum(['embedded', 'vlm']).default('embedded').describe('embedded ONNX CNN, or an OpenAI-compatible VLM.'),
+    seed: z.number().int().default(0).describe('Seed of the initial weights.'),
+    width: posInt.default(1).describe('Channel multiplier of the embedded CNN (1 ≈ 23k parameters).'),
+    servers: posInt.default(1).describe('Policy servers to run/roll out to.'),
+    maxBatch: posInt.default(32).describe('Dynamic batching: largest batch per inference call.'),
+    maxWaitMs: z.number().nonnegative().default(2).describe('Dynamic batching: longest wait to fill a batch.'),
+    vlmEndpoint: z.url().optional().describe('Base URL of the OpenAI-compatible server when kind = vlm.'),
+    vlmModel: z.string().optional().describe('Model name sent to the VLM server.'),
+    bcWarmStartEpisodes: z.number().int().nonnegative().default(0).describe('Oracle demos for a behaviour-cloning warm start (0 = off).'),
+  })
+  .describe('The policy and the rollout service.');
+
+export const EnvSchema = z
+  .strictObject({
+    kind: z.enum(['browser', 'remote', 'simulated']).default('browser').describe('Env implementation.'),
+    workers: posInt.default(1).describe('Env worker processes started by `dartflow workers`.'),
+    slotsPerWorker: posInt.default(4).describe('Envs (browser contexts) per env worker.'),
+    remoteEndpoint: z.url().optional().describe('Env server URL when kind = remote.'),
+    simulatedProfile: z.enum(['fast', 'osworld']).default('fast').describe('Latency profile of the simulated env.'),
+  })
+  .describe('The env cluster.');
+
+export const EvalSchema = z
+  .strictObject({
+    everyVersions: posInt.default(5).describe('Evaluate every this many new policy versions.'),
+    episodesPerTask: posInt.default(20).describe('Held-out greedy episodes per task family.'),
+    gateMinSuccessDrop: prob.default(0.2).describe('Model-rollout gate: refuse a version whose canary success drops by more.'),
+  })
+  .describe('Held-out evaluation and the model-rollout gate.');
+
+/** The sections of CampaignConfig by name (docs and error messages walk these). */
+export const CONFIG_SECTIONS = {
+  campaign: CampaignSectionSchema,
+  rollout: RolloutSchema,
+  curation: CurationSchema,
+  trainer: TrainerSchema,
+  policy: PolicySchema,
+  env: EnvSchema,
+  eval: EvalSchema,
+} as const;
+
+export const CampaignConfigSchema = z
+  .strictObject({
+    campaign: CampaignSectionSchema.default(CampaignSectionSchema.parse({})),
+    rollout: RolloutSchema.default(RolloutSchema.parse({})),
+    curation: CurationSchema.default(CurationSchema.parse({})),
+    trainer: TrainerSchema.default(TrainerSchema.parse({})),
+    policy: PolicySchema.default(PolicySchema.parse({})),
+    env: EnvSchema.default(EnvSchema.parse({})),
+    eval: EvalSchema.default(EvalSchema.parse({})),
+  })
+  .strict()
+  .superRefine((cfg, ctx) => {
+    if (cfg.rollout.nMin > cfg.rollout.nMax) {
+      ctx.addIssue({ code: 'custom', path: ['rollout', 'nMin'], message: `must be ≤ rollout.nMax (${cfg.rollout.nMax})` });
+    }
+    if (cfg.trainer.minGroups > cfg.trainer.maxGroups) {
+      ctx.addIssue({ code: 'custom', path: ['trainer', 'minGroups'], message: `must be ≤ trainer.maxGroups (${cfg.trainer.maxGroups})` });
+    }
+    if (cfg.policy.kind === 'vlm' && !cfg.policy.vlmEndpoint) {
+      ctx.addIssue({ code: 'custom', path: ['policy', 'vlmEndpoint'], message: 'is required when policy.kind is "vlm"' });
+    }
+    if (cfg.env.kind === 'remote' && !cfg.env.remoteEndpoint) {
+      ctx.addIssue({ code: 'custom', path: ['env', 'remoteEndpoint'], message: 'is required when env.kind is "remote"' });
+    }
+  });
+
+export type CampaignConfig = z.infer<typeof CampaignConfigSchema>;
+export type CampaignConfigInput = z.input<typeof CampaignConfigSchema>;

@@ -1,0 +1,122 @@
+/**
+ * zod schemas of the records dartflow keeps in MinIO (DESIGN.md "Data in MinIO"). Node-free so
+ * workflows can import the types. Every record carries a schemaVersion so readers can refuse what
+ * they do not understand instead of half-reading it.
+ */
+import { z } from 'zod';
+import { CanonicalActionSchema } from './actions';
+
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'a lowercase hex sha256');
+const finite = z.number().refine(Number.isFinite, 'a finite number');
+
+/** A reference to an object in the store: what Temporal payloads carry instead of data. */
+export const ObjectRefSchema = z.object({
+  bucket: z.string().min(3),
+  key: z.string().min(1).max(1024),
+  sha256: sha256Hex,
+  bytes: z.number().int().nonnegative(),
+});
+export type ObjectRef = z.infer<typeof ObjectRefSchema>;
+
+export const EPISODE_STATUSES = ['ok', 'env_error', 'policy_error', 'parse_error', 'timeout', 'cancelled'] as const;
+
+/** One step of an episode: observation reference, chosen action, and what the policy said about it. */
+export const StepRecordSchema = z.object({
+  schemaVersion: z.literal(1),
+  trajectoryId: z.string().min(1),
+  step: z.number().int().nonnegative(),
+  /** Content-addressed screenshot key (`screenshots/<sha256>.png`) seen before acting. */
+  observationKey: z.string().min(1),
+  observationSize: z.object({ width: z.number().int().positive(), height: z.number().int().positive() }),
+  /** Parsed canonical action; null when the model output did not parse (a failed action). */
+  action: CanonicalActionSchema.nullable(),
+  /** UI-TARS text form of the action (or the raw model output when it did not parse). */
+  actionText: z.string().max(20_000),
+  /** Policy-specific action id (embedded policy: index into its 272 logits). */
+  actionIndex: z.number().int().nonnegative().optional(),
+  parseError: z.string().optional(),
+  /** Behaviour log-probability of the action (sum over tokens for a VLM). */
+  behaviourLogProb: finite,
+  tokenLogProbs: z.array(finite).optional(),
+  /** Mean token entropy (VLM) or categorical entropy (embedded policy); drives top-80% selection. */
+  entropy: finite.nonnegative(),
+  /** Policy version that produced the action; the staleness bound is checked per step. */
+  policyVersion: z.number().int().nonnegative(),
+  policyServer: z.string().optional(),
+  /** Whether the env executed the action successfully (a malformed action counts as failed). */
+  actionOk: z.boolean(),
+  startedAt: z.number(),
+  endedAt: z.number(),
+});
+export type StepRecord = z.infer<typeof StepRecordSchema>;
+
+/** A finished trajectory (DART's rollout_run row). Steps live in a separate JSONL object. */
+export const TrajectoryManifestSchema = z.object({
+  schemaVersion: z.literal(1),
+  trajectoryId: z.string().min(1),
+  campaignId: z.string().min(1),
+  taskId: z.string().min(1),
+  /** GRPO group: the episodes of one task and seed. */
+  groupId: z.string().min(1),
+  seed: z.number().int(),
+  instruction: z.string(),
+  /** Evaluator reward, only when status is ok: an infrastructure failure never becomes a reward. */
+  reward: finite.nullable(),
+  status: z.enum(EPISODE_STATUSES),
+  numSteps: z.number().int().nonnegative(),
+  maxSteps: z.number().int().positive(),
+  /** Versions of the steps' policies (min and max) for the per-sample staleness bound. */
+  minPolicyVersion: z.number().int().nonnegative(),
+  maxPolicyVersion: z.number().int().nonnegative(),
+  stepsKey: z.string().min(1),
+  stepsSha256: sha256Hex,
+  /** Where it came from: online rollout, pre-collection, or an imported demonstration. */
+  source: z.enum(['rollout', 'precollect', 'demo']),
+  envKind: z.string(),
+  createdAt: z.number(),
+  error: z.string().optional(),
+});
+export type TrajectoryManifest = z.infer<typeof TrajectoryManifestSchema>;
+
+/** Checkpoint manifest: versions form one chain through parentVersion. */
+export const CheckpointManifestSchema = z.object({
+  schemaVersion: z.literal(1),
+  campaignId: z.string().min(1),
+  version: z.number().int().nonnegative(),
+  parentVersion: z.number().int().nonnegative().nullable(),
+  /** Hash of the policy architecture spec: a checkpoint is refused by a session of another shape. */
+  specHash: z.string().min(1),
+  weights: ObjectRefSchema,
+  optimizerState: ObjectRefSchema.optional(),
+  /** The train step (ledger entry) that produced this version; absent for the initial checkpoint. */
+  ledgerKey: z.string().optional(),
+  metrics: z.record(z.string(), finite).default({}),
+  createdAt: z.number(),
+});
+export type CheckpointManifest = z.infer<typeof CheckpointManifestSchema>;
+
+/** Per train step: exactly which trajectories it consumed, with staleness and IS statistics. */
+export const LedgerEntrySchema = z.object({
+  schemaVersion: z.literal(1),
+  campaignId: z.string().min(1),
+  trainStep: z.number().int().nonnegative(),
+  fromVersion: z.number().int().nonnegative(),
+  toVersion: z.number().int().positive(),
+  consumed: z
+    .array(
+      z.object({
+        trajectoryId: z.string().min(1),
+        manifestKey: z.string().min(1),
+        groupId: z.string().min(1),
+        reward: finite,
+        /** fromVersion − the oldest step version in the trajectory. */
+        staleness: z.number().int().nonnegative(),
+        injectedFromPool: z.boolean().default(false),
+      })
+    )
+    .min(1),
+  isWeight: z.object({ mean: finite, min: finite, truncatedFraction: finite }),
+  metrics: z.record(z.string(), finite).default({}),
+  createdAt: z.number(),
+});
+export type LedgerEntry = z.infer<typeof LedgerEntrySchema>;

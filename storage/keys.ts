@@ -1,0 +1,42 @@
+/**
+ * Object key layout in the bucket (one place, so every role agrees). Ids that come from users or task
+ * files are sanitized: no path traversal, no separators, bounded length.
+ */
+
+const SAFE = /[^A-Za-z0-9._=-]/g;
+
+/** Turns an arbitrary id into one safe key segment ("../etc" → "_.._etc" is avoided: dots-only is rejected). */
+export function safeSegment(id: string, what = 'id'): string {
+  if (typeof id !== 'string' || id.length === 0) throw new Error(`${what} must be a non-empty string`);
+  const cleaned = id.replace(SAFE, '_').slice(0, 200);
+  if (/^\.+$/.test(cleaned)) throw new Error(`${what} "${id}" is not a valid key segment`);
+  return cleaned;
+}
+
+const pad = (n: number, width = 6) => String(n).padStart(width, '0');
+
+export const keys = {
+  screenshot: (sha256: string) => `screenshots/${sha256}.png`,
+  trajectoryManifest: (campaignId: string, trajectoryId: string) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/trajectories/${safeSegment(trajectoryId, 'trajectoryId')}/manifest.json`,
+  trajectorySteps: (campaignId: string, trajectoryId: string) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/trajectories/${safeSegment(trajectoryId, 'trajectoryId')}/steps.jsonl`,
+  trajectoryPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/trajectories/`,
+  checkpointPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/checkpoints/`,
+  checkpointManifest: (campaignId: string, version: number) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/checkpoints/v${pad(version)}/manifest.json`,
+  checkpointWeights: (campaignId: string, version: number) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/checkpoints/v${pad(version)}/weights.safetensors`,
+  checkpointOptimizer: (campaignId: string, version: number) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/checkpoints/v${pad(version)}/optimizer.safetensors`,
+  ledgerEntry: (campaignId: string, trainStep: number) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/ledger/step-${pad(trainStep)}.json`,
+  ledgerPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/ledger/`,
+  poolEntry: (campaignId: string, taskId: string, trajectoryId: string) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/pool/${safeSegment(taskId, 'taskId')}/${safeSegment(trajectoryId, 'trajectoryId')}.json`,
+  poolPrefix: (campaignId: string, taskId?: string) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/pool/${taskId ? `${safeSegment(taskId, 'taskId')}/` : ''}`,
+  campaignState: (campaignId: string, name: string) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/state/${safeSegment(name, 'state name')}.json`,
+  model: (specHash: string, graph: 'forward' | 'train') => `models/${safeSegment(specHash, 'specHash')}/${graph}.onnx`,
+};

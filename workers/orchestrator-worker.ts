@@ -1,0 +1,48 @@
+/**
+ * Orchestrator worker: runs dartflow's workflows and data-manager activities on the `orchestrator`
+ * task queue. Light on CPU; one per deployment is enough (more for redundancy).
+ */
+import { Worker, type WorkerOptions } from '@temporalio/worker';
+import { createProofActivities } from '../activities/data/proof';
+import { installQuietRuntime } from '../infra/runtime';
+import { loadInfraSettings, type InfraSettings } from '../infra/settings';
+import { connectWorker } from '../infra/temporal-connection';
+import { TASK_QUEUES } from '../schemas/task-queues';
+import { ObjectStore } from '../storage/object-store';
+
+export function createOrchestratorActivities(store: ObjectStore) {
+  return { ...createProofActivities({ store }) };
+}
+
+export async function createOrchestratorWorker(
+  settings: InfraSettings,
+  overrides: Partial<WorkerOptions> = {}
+): Promise<Worker> {
+  installQuietRuntime();
+  const store = ObjectStore.fromSettings(settings);
+  await store.ensureBucket();
+  const connection = await connectWorker(settings);
+  return Worker.create({
+    connection,
+    namespace: settings.temporal.namespace,
+    taskQueue: TASK_QUEUES.orchestrator,
+    workflowsPath: require.resolve('../workflows'),
+    activities: createOrchestratorActivities(store),
+    // Activities here are short data-manager calls; in-flight ones finish on SIGTERM.
+    shutdownGraceTime: '30 seconds',
+    ...overrides,
+  });
+}
+
+async function main(): Promise<void> {
+  const worker = await createOrchestratorWorker(loadInfraSettings());
+  console.log(`[orchestrator] polling task queue "${TASK_QUEUES.orchestrator}"`);
+  await worker.run();
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
