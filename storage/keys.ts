@@ -40,3 +40,9 @@ export const keys = {
     `campaigns/${safeSegment(campaignId, 'campaignId')}/state/${safeSegment(name, 'state name')}.json`,
   model: (specHash: string, graph: 'forward' | 'train') => `models/${safeSegment(specHash, 'specHash')}/${graph}.onnx`,
 };
+
+/** Where each policy server announces itself (url, version it serves) so campaigns on any machine find it. */
+export const registryKeys = {
+  policyServerPrefix: 'registry/policy-servers/',
+  policyServer: (serverId: string) => `registry/policy-servers/${safeSegment(serverId, 'serverId')}.json`,
+};

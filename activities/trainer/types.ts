@@ -1,0 +1,29 @@
+/** trainStep's input and output (Temporal payloads: references and small summaries). Node-free. */
+import type { CampaignConfig } from '../../schemas/config';
+
+export interface TrainGroupRef {
+  groupId: string;
+  taskId: string;
+  trajectories: Array<{ trajectoryId: string; manifestKey: string; reward: number; injectedFromPool: boolean }>;
+}
+
+export interface TrainStepInput {
+  campaignId: string;
+  /** Index of this train step (ledger entry key); retries of the same step reuse it. */
+  trainStep: number;
+  /** Version the step starts from; the result is fromVersion + 1. */
+  fromVersion: number;
+  groups: TrainGroupRef[];
+  trainer: CampaignConfig['trainer'];
+  maxStaleness: number;
+  policy: Pick<CampaignConfig['policy'], 'seed' | 'width'>;
+}
+
+export interface TrainStepResult {
+  version: number;
+  manifestKey: string;
+  ledgerKey: string;
+  metrics: Record<string, number>;
+  /** True when this call found the checkpoint already written by an earlier attempt. */
+  reused: boolean;
+}

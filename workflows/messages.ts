@@ -1,0 +1,71 @@
+/**
+ * The campaign's control plane: Updates (validated request/response), Queries (read-only) and the
+ * Signals children use to report back. Names are stable API (the Temporal UI and CLI use them).
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { CampaignStatus, EvalPoint, GroupSummary, TaskStats } from '../schemas/campaign';
+
+export interface SetConfigInput {
+  /** "section.field=value" overrides of live-tunable fields (see LIVE_TUNABLE_FIELDS). */
+  overrides: Record<string, number | boolean | string>;
+}
+export interface QuarantineInput {
+  taskId: string;
+  quarantined: boolean;
+}
+export interface InjectSuccessInput {
+  taskId: string;
+  /** Manifest key of a successful trajectory (or demonstration) already in MinIO. */
+  manifestKey: string;
+}
+export interface PinCheckpointInput {
+  /** Serve and train from this version; null unpins. */
+  version: number | null;
+}
+
+export const pauseUpdate = defineUpdate<CampaignStatus, []>('pause');
+export const resumeUpdate = defineUpdate<CampaignStatus, []>('resume');
+export const stopUpdate = defineUpdate<CampaignStatus, []>('stop');
+export const setConfigUpdate = defineUpdate<CampaignStatus, [SetConfigInput]>('setConfig');
+export const quarantineTaskUpdate = defineUpdate<TaskStats, [QuarantineInput]>('quarantineTask');
+export const injectSuccessUpdate = defineUpdate<TaskStats, [InjectSuccessInput]>('injectSuccess');
+export const pinCheckpointUpdate = defineUpdate<CampaignStatus, [PinCheckpointInput]>('pinCheckpoint');
+
+export const statusQuery = defineQuery<CampaignStatus>('status');
+export const taskStatsQuery = defineQuery<TaskStats[]>('taskStats');
+
+/** Sent by taskGroupWorkflow children to the campaign (by workflow id, so it reaches the latest run). */
+export const groupFinishedSignal = defineSignal<[GroupSummary]>('groupFinished');
+/** Sent by evaluateWorkflow children. */
+export const evalFinishedSignal = defineSignal<[EvalPoint]>('evalFinished');
+/** Sent by modelRolloutWorkflow children when a version is served (or rolled back). */
+export const modelRolledOutSignal = defineSignal<[{ version: number; ok: boolean; servedVersions: Record<string, number>; reason?: string }]>(
+  'modelRolledOut'
+);
+
+/** Config fields a running campaign accepts through setConfig (others need a new campaign). */
+export const LIVE_TUNABLE_FIELDS = [
+  'rollout.nMax',
+  'rollout.nMin',
+  'rollout.dynamicRollout',
+  'rollout.successRateThreshold',
+  'rollout.maxSteps',
+  'rollout.dynamicMaxSteps',
+  'rollout.temperature',
+  'rollout.envConcurrency',
+  'curation.maxStaleness',
+  'curation.experiencePool',
+  'trainer.learningRate',
+  'trainer.klBeta',
+  'trainer.entropyTopFraction',
+  'trainer.useEntropySelection',
+  'trainer.useTis',
+  'trainer.useKl',
+  'trainer.useClip',
+  'trainer.minGroups',
+  'trainer.maxGroups',
+  'campaign.maxTrainSteps',
+  'campaign.maxEpisodes',
+  'campaign.targetSuccess',
+  'eval.everyVersions',
+] as const;

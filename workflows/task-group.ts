@@ -1,0 +1,128 @@
+/**
+ * taskGroupWorkflow — DART's rollout-per-task: n episodes of one task and seed (a GRPO group) on the
+ * env queue, in parallel. Infra failures (after retries) are counted, never turned into reward 0. When
+ * every episode failed, a pooled success of the task joins the summary so the group carries signal.
+ * Reports a compact summary to the campaign by workflow id (so it reaches the campaign's latest run,
+ * across continue-as-new).
+ */
+import { getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { EnvActivities } from '../activities/env/run-episode';
+import type { RunEpisodeResult } from '../activities/env/input';
+import type { createCampaignDataActivities } from '../activities/data/campaign-data';
+import type { GroupSummary, TrajectorySummary } from '../schemas/campaign';
+import { TASK_QUEUES } from '../schemas/task-queues';
+import { groupFinishedSignal } from './messages';
+
+export interface TaskGroupInput {
+  campaignId: string;
+  /** Workflow id of the campaign to signal; absent for stand-alone groups. */
+  parentWorkflowId?: string;
+  groupId: string;
+  /** The task spec inline (< 1 KB). */
+  task: { id: string } & Record<string, unknown>;
+  seed: number;
+  n: number;
+  maxSteps: number;
+  policy: { kind: string; endpoints: string[]; temperature: number; versionHint?: number; options?: Record<string, unknown> };
+  /** Look up a pooled success when all episodes fail (§4.8). */
+  experiencePool: boolean;
+  /** Successes of this group to add to the task's pool (the campaign knows how many the pool still wants). */
+  poolWanted: number;
+  source?: 'rollout' | 'precollect' | 'demo';
+}
+
+const { runEpisode } = proxyActivities<EnvActivities>({
+  taskQueue: TASK_QUEUES.env,
+  // An episode is seconds on the browser env, minutes on OSWorld; heartbeats every step catch dead workers fast.
+  startToCloseTimeout: '15 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: ['TaskConfigError', 'InvalidEpisodeInput'],
+  },
+});
+
+const data = proxyActivities<ReturnType<typeof createCampaignDataActivities>>({
+  taskQueue: TASK_QUEUES.orchestrator,
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
+});
+
+function toSummary(r: RunEpisodeResult, groupId: string): TrajectorySummary {
+  return {
+    trajectoryId: r.trajectoryId,
+    manifestKey: r.manifestKey,
+    taskId: r.taskId,
+    groupId,
+    reward: r.status === 'ok' ? r.reward : null,
+    status: r.status,
+    numSteps: r.numSteps,
+    minPolicyVersion: r.minPolicyVersion,
+    maxPolicyVersion: r.maxPolicyVersion,
+    injectedFromPool: false,
+  };
+}
+
+export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSummary> {
+  const startedAt = Date.now();
+  const settled = await Promise.allSettled(
+    Array.from({ length: input.n }, (_, i) =>
+      runEpisode({
+        campaignId: input.campaignId,
+        groupId: input.groupId,
+        trajectoryId: `${input.groupId}-e${i}`,
+        task: input.task,
+        seed: input.seed,
+        maxSteps: input.maxSteps,
+        policy: {
+          kind: input.policy.kind,
+          endpoints: input.policy.endpoints,
+          versionHint: input.policy.versionHint,
+          temperature: input.policy.temperature,
+          options: input.policy.options ?? {},
+        },
+        source: input.source ?? 'rollout',
+      })
+    )
+  );
+  const trajectories: TrajectorySummary[] = [];
+  let infraFailures = 0;
+  for (const s of settled) {
+    if (s.status === 'fulfilled' && s.value.status === 'ok' && s.value.reward !== null) trajectories.push(toSummary(s.value, input.groupId));
+    else {
+      infraFailures++;
+      if (s.status === 'rejected') log.warn('episode lost to an infrastructure failure', { groupId: input.groupId, error: String(s.reason) });
+    }
+  }
+  const successes = trajectories.filter((t) => (t.reward ?? 0) > 0);
+  if (successes.length > 0 && input.poolWanted > 0) {
+    await data.addToPool({ campaignId: input.campaignId, trajectories: successes.slice(0, input.poolWanted) });
+  }
+  if (input.experiencePool && trajectories.length > 0 && successes.length === 0) {
+    const pooled = await data.findPoolSuccess({ campaignId: input.campaignId, taskId: input.task.id });
+    if (pooled) trajectories.push({ ...pooled, groupId: input.groupId, injectedFromPool: true });
+  }
+  const summary: GroupSummary = {
+    groupId: input.groupId,
+    taskId: input.task.id,
+    seed: input.seed,
+    requested: input.n,
+    maxSteps: input.maxSteps,
+    trajectories,
+    infraFailures,
+    startedAt,
+    endedAt: Date.now(),
+  };
+  if (input.parentWorkflowId && input.parentWorkflowId !== workflowInfo().workflowId) {
+    try {
+      await getExternalWorkflowHandle(input.parentWorkflowId).signal(groupFinishedSignal, summary);
+    } catch (err) {
+      // The campaign already finished (stopped or done): the summary is still this workflow's result.
+      log.warn('campaign not reachable; group result kept as workflow result only', { error: String(err) });
+    }
+  }
+  return summary;
+}
