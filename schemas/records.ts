@@ -60,6 +60,8 @@ export const TrajectoryManifestSchema = z.object({
   groupId: z.string().min(1),
   seed: z.number().int(),
   instruction: z.string(),
+  /** The task's typeable field values (type_field_k types fields[k]); part of the policy's input and mask. */
+  fields: z.array(z.string()).default([]),
   /** Evaluator reward, only when status is ok: an infrastructure failure never becomes a reward. */
   reward: finite.nullable(),
   status: z.enum(EPISODE_STATUSES),

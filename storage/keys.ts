@@ -38,6 +38,7 @@ export const keys = {
     `campaigns/${safeSegment(campaignId, 'campaignId')}/pool/${taskId ? `${safeSegment(taskId, 'taskId')}/` : ''}`,
   campaignState: (campaignId: string, name: string) =>
     `campaigns/${safeSegment(campaignId, 'campaignId')}/state/${safeSegment(name, 'state name')}.json`,
+  evalPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/evals/`,
   model: (specHash: string, graph: 'forward' | 'train') => `models/${safeSegment(specHash, 'specHash')}/${graph}.onnx`,
 };
 

@@ -3,7 +3,11 @@
  * task queue. Light on CPU; one per deployment is enough (more for redundancy).
  */
 import { Worker, type WorkerOptions } from '@temporalio/worker';
+import { createCampaignDataActivities } from '../activities/data/campaign-data';
+import { createCampaignSetupActivities } from '../activities/data/campaign-setup';
 import { createProofActivities } from '../activities/data/proof';
+import { ensureInitialCheckpoint } from '../activities/trainer/checkpoints';
+import { specForWidth } from '../activities/trainer/train-step';
 import { installQuietRuntime } from '../infra/runtime';
 import { loadInfraSettings, type InfraSettings } from '../infra/settings';
 import { connectWorker } from '../infra/temporal-connection';
@@ -11,7 +15,14 @@ import { TASK_QUEUES } from '../schemas/task-queues';
 import { ObjectStore } from '../storage/object-store';
 
 export function createOrchestratorActivities(store: ObjectStore) {
-  return { ...createProofActivities({ store }) };
+  return {
+    ...createProofActivities({ store }),
+    ...createCampaignDataActivities({ store }),
+    ...createCampaignSetupActivities({
+      store,
+      ensureInitialCheckpoint: (campaignId, config) => ensureInitialCheckpoint(store, campaignId, specForWidth(config.policy.width), config.policy.seed),
+    }),
+  };
 }
 
 export async function createOrchestratorWorker(

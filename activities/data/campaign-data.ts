@@ -3,7 +3,8 @@
  * campaign preparation. Small, idempotent reads and writes of MinIO objects.
  */
 import { z } from 'zod';
-import { TrajectorySummarySchema, type PolicyEndpoint, type TrajectorySummary } from '../../schemas/campaign';
+import { TrajectorySummarySchema, type EvalPoint, type PolicyEndpoint, type TrajectorySummary } from '../../schemas/campaign';
+import { TrajectoryManifestSchema } from '../../schemas/records';
 import { keys, registryKeys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
 
@@ -53,6 +54,32 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
         if (taskId) out[taskId] = (out[taskId] ?? 0) + 1;
       }
       return out;
+    },
+
+    /** An operator-supplied success (or demonstration) joins a task's pool (Update injectSuccess). */
+    async injectSuccess(input: { campaignId: string; taskId: string; manifestKey: string }): Promise<void> {
+      const m = await store.getJson(input.manifestKey, TrajectoryManifestSchema);
+      if (m.taskId !== input.taskId) throw new Error(`${input.manifestKey} is a trajectory of task ${m.taskId}, not ${input.taskId}`);
+      if (!(m.reward !== null && m.reward > 0)) throw new Error(`${input.manifestKey} is not a success (reward ${String(m.reward)})`);
+      const summary: TrajectorySummary = {
+        trajectoryId: m.trajectoryId,
+        manifestKey: input.manifestKey,
+        taskId: m.taskId,
+        groupId: m.groupId,
+        reward: m.reward,
+        status: m.status,
+        numSteps: m.numSteps,
+        minPolicyVersion: m.minPolicyVersion,
+        maxPolicyVersion: m.maxPolicyVersion,
+        injectedFromPool: false,
+      };
+      await store.putJson(keys.poolEntry(input.campaignId, m.taskId, m.trajectoryId), { ...summary, pooledAt: now() }, PoolEntrySchema);
+    },
+
+    /** Learning-curve point (held-out greedy success of a version). */
+    async recordEvalPoint(input: { campaignId: string; point: EvalPoint }): Promise<void> {
+      const key = `${keys.evalPrefix(input.campaignId)}v${String(input.point.version).padStart(6, '0')}-${input.point.atMs}.json`;
+      await store.putJson(key, input.point);
     },
 
     /** Live policy servers announced in the registry (announced within `maxAgeMs`). */

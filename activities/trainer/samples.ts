@@ -1,0 +1,99 @@
+/**
+ * Turns trajectory references into step samples for the trainer: each step's screenshot (downsampled),
+ * instruction vector, action mask, taken action index, behaviour log-prob, its policy version, and the
+ * trajectory's reward and group. Screenshots are content-addressed, so a group's shared first frame is
+ * fetched and decoded once.
+ */
+import { actionMask, indexFromAction } from '../../policy/action-space';
+import { encodeInstruction, encodeScreenshot } from '../../policy/observation';
+import type { PolicySpec } from '../../policy/spec';
+import { StepRecordSchema, TrajectoryManifestSchema } from '../../schemas/records';
+import type { ObjectStore } from '../../storage/object-store';
+import type { TrainGroupRef } from './types';
+
+export interface StepSample {
+  groupId: string;
+  trajectoryId: string;
+  step: number;
+  reward: number;
+  obs: Float32Array;
+  text: Float32Array;
+  mask: Float32Array;
+  action: number;
+  /** null when the behaviour policy recorded none (e.g. demonstrations): IS weight 1. */
+  behaviourLogProb: number | null;
+  policyVersion: number;
+  injectedFromPool: boolean;
+}
+
+export interface LoadedBatch {
+  samples: StepSample[];
+  /** Steps that could not be trained on (unparseable action, action outside the policy's space). */
+  skippedSteps: number;
+  /** trajectoryId → oldest step version (for the ledger's staleness). */
+  minVersions: Record<string, number>;
+}
+
+/** Bounded cache of decoded observations by screenshot key (shared first frames, repeated screens). */
+class ObservationCache {
+  private readonly map = new Map<string, Float32Array>();
+  constructor(private readonly capacity = 4096) {}
+  async get(key: string, load: () => Promise<Float32Array>): Promise<Float32Array> {
+    const hit = this.map.get(key);
+    if (hit) return hit;
+    const v = await load();
+    if (this.map.size >= this.capacity) this.map.delete(this.map.keys().next().value as string);
+    this.map.set(key, v);
+    return v;
+  }
+}
+
+export async function loadTrainSamples(
+  store: ObjectStore,
+  spec: PolicySpec,
+  groups: readonly TrainGroupRef[],
+  opts: { usePolicyIndex?: boolean } = {}
+): Promise<LoadedBatch> {
+  const cache = new ObservationCache();
+  const samples: StepSample[] = [];
+  const minVersions: Record<string, number> = {};
+  let skippedSteps = 0;
+  for (const group of groups) {
+    for (const ref of group.trajectories) {
+      const manifest = await store.getJson(ref.manifestKey, TrajectoryManifestSchema);
+      const steps = await store.getJsonLines(manifest.stepsKey, StepRecordSchema, manifest.stepsSha256);
+      const text = encodeInstruction(manifest.instruction, spec);
+      const ctx = { fields: manifest.fields };
+      const mask = actionMask(spec, { numFields: manifest.fields.length });
+      minVersions[ref.trajectoryId] = manifest.minPolicyVersion;
+      for (const step of steps) {
+        // The embedded policy records its own index; other policies' actions are mapped onto the grid.
+        const action =
+          opts.usePolicyIndex !== false && step.actionIndex !== undefined
+            ? step.actionIndex
+            : step.action
+              ? indexFromAction(spec, step.action, ctx)
+              : null;
+        if (action === null || mask[action] !== 0) {
+          skippedSteps++;
+          continue;
+        }
+        const obs = await cache.get(step.observationKey, async () => encodeScreenshot(await store.getBytes(step.observationKey), spec));
+        samples.push({
+          groupId: group.groupId,
+          trajectoryId: ref.trajectoryId,
+          step: step.step,
+          reward: ref.reward,
+          obs,
+          text,
+          mask,
+          action,
+          behaviourLogProb: manifest.source === 'demo' ? null : step.behaviourLogProb,
+          policyVersion: step.policyVersion,
+          injectedFromPool: ref.injectedFromPool,
+        });
+      }
+    }
+  }
+  return { samples, skippedSteps, minVersions };
+}

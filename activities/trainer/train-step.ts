@@ -1,0 +1,394 @@
+/**
+ * The trainer role: `trainStep` (step-wise GRPO with truncated IS, high-entropy step selection and k3 KL,
+ * DART §4) and `behaviourClone` (an optional warm start from demonstrations), both through the same
+ * gradient path: recompute log-probs with the current weights → per-sample loss coefficients in JS
+ * (algorithms/) → gradients from the generated ONNX backward graph → Adam with gradient clipping → a new
+ * checkpoint + ledger entry in MinIO.
+ *
+ * Idempotent: a step's ledger entry is its commit record. A retry that finds it returns the checkpoint
+ * already written; a retry that finds only the checkpoint (crash between the two writes) completes the
+ * ledger entry instead of training a divergent second version.
+ */
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { z } from 'zod';
+import {
+  adamStep,
+  computeLoss,
+  createAdamState,
+  createPrng,
+  hashSeed,
+  highEntropyMask,
+  isWeightStats,
+  NonFiniteGradientError,
+  NonFiniteValueError,
+  shuffled,
+  stepAdvantages,
+  truncatedIsWeight,
+  type LossSample,
+} from '../../algorithms';
+import { createTrainSession, type PolicyTrainSession, type TrainBatch } from '../../policy/session';
+import { defaultPolicySpec, numActions, specKey, widenSpec, type PolicySpec } from '../../policy/spec';
+import { cloneWeights } from '../../policy/weights';
+import { LedgerEntrySchema, type LedgerEntry } from '../../schemas/records';
+import { TrainerSchema } from '../../schemas/config';
+import { keys } from '../../storage/keys';
+import type { ObjectStore } from '../../storage/object-store';
+import { CheckpointMismatchError, listCheckpoints, loadCheckpoint, writeCheckpoint } from './checkpoints';
+import { loadTrainSamples, type StepSample } from './samples';
+import type { TrainStepInput, TrainStepResult } from './types';
+
+const TrainGroupRefSchema = z.object({
+  groupId: z.string().min(1),
+  taskId: z.string().min(1),
+  trajectories: z
+    .array(z.object({ trajectoryId: z.string().min(1), manifestKey: z.string().min(1), reward: z.number().refine(Number.isFinite, 'finite'), injectedFromPool: z.boolean() }))
+    .min(1),
+});
+const TrainStepInputSchema = z.object({
+  campaignId: z.string().min(1),
+  trainStep: z.number().int().positive(),
+  fromVersion: z.number().int().nonnegative(),
+  groups: z.array(TrainGroupRefSchema).min(1),
+  trainer: TrainerSchema,
+  maxStaleness: z.number().int().nonnegative(),
+  policy: z.object({ seed: z.number().int(), width: z.number().int().positive() }),
+});
+const BehaviourCloneInputSchema = z.object({
+  campaignId: z.string().min(1),
+  trainStep: z.number().int().positive(),
+  fromVersion: z.number().int().nonnegative(),
+  demos: z.array(TrainGroupRefSchema).min(1),
+  epochs: z.number().int().positive().max(1000),
+  learningRate: z.number().positive(),
+  minibatchSize: z.number().int().positive().default(64),
+  policy: z.object({ seed: z.number().int(), width: z.number().int().positive() }),
+});
+export type BehaviourCloneInput = z.input<typeof BehaviourCloneInputSchema>;
+
+export interface TrainerDeps {
+  store: ObjectStore;
+  /** ORT intra-op threads for the train session. */
+  threads?: number;
+  heartbeat?: (details: unknown) => void;
+}
+
+/** The embedded policy's spec for a campaign's width setting (the one knob that scales it). */
+export const specForWidth = (width: number): PolicySpec => (width === 1 ? defaultPolicySpec : widenSpec(defaultPolicySpec, width));
+
+function invalid(message: string): never {
+  throw ApplicationFailure.create({ type: 'InvalidTrainInput', message, nonRetryable: true });
+}
+
+/** NaN/∞ anywhere in the loss or gradients: the step is refused and the previous checkpoint kept. */
+function refuseNonFinite(err: unknown): never {
+  if (err instanceof NonFiniteValueError || err instanceof NonFiniteGradientError) {
+    throw ApplicationFailure.create({ type: 'NonFiniteLossError', message: `train step refused, previous checkpoint kept: ${err.message}`, nonRetryable: true });
+  }
+  if (err instanceof CheckpointMismatchError) {
+    throw ApplicationFailure.create({ type: 'CheckpointMismatchError', message: err.message, nonRetryable: true });
+  }
+  throw err;
+}
+
+const sessions = new Map<string, Promise<PolicyTrainSession>>();
+function trainSession(spec: PolicySpec, threads: number): Promise<PolicyTrainSession> {
+  const k = `${specKey(spec)}/${threads}`;
+  let s = sessions.get(k);
+  if (!s) sessions.set(k, (s = createTrainSession(spec, { threads })));
+  return s;
+}
+
+function packRows(spec: PolicySpec, rows: readonly StepSample[]) {
+  const so = rows[0]!.obs.length;
+  const A = numActions(spec);
+  const obs = new Float32Array(rows.length * so);
+  const text = new Float32Array(rows.length * spec.vocabSize);
+  const mask = new Float32Array(rows.length * A);
+  rows.forEach((r, i) => {
+    obs.set(r.obs, i * so);
+    text.set(r.text, i * spec.vocabSize);
+    mask.set(r.mask, i * A);
+  });
+  return { batch: rows.length, obs, text, mask };
+}
+
+/** log π(a_i|s_i) and H_i of every sample under `weights`, in chunks. */
+async function actionLogProbs(session: PolicyTrainSession, weights: Record<string, Float32Array>, spec: PolicySpec, rows: readonly StepSample[], chunk: number) {
+  const A = numActions(spec);
+  const logp = new Float64Array(rows.length);
+  const entropy = new Float64Array(rows.length);
+  for (let start = 0; start < rows.length; start += chunk) {
+    const part = rows.slice(start, start + chunk);
+    const out = await session.forward(weights, packRows(spec, part));
+    part.forEach((r, i) => {
+      logp[start + i] = out.logp[i * A + r.action]!;
+      entropy[start + i] = out.entropy[i]!;
+    });
+  }
+  return { logp, entropy };
+}
+
+async function nextVersion(store: ObjectStore, campaignId: string): Promise<number> {
+  const all = await listCheckpoints(store, campaignId);
+  return (all.at(-1)?.version ?? 0) + 1;
+}
+
+interface Prepared {
+  existing?: TrainStepResult;
+  ledgerKey: string;
+}
+
+/** Idempotency: the ledger entry (or an orphaned checkpoint of this step) means the step already ran. */
+async function findExisting(store: ObjectStore, campaignId: string, trainStep: number): Promise<Prepared & { orphanVersion?: number }> {
+  const ledgerKey = keys.ledgerEntry(campaignId, trainStep);
+  if (await store.exists(ledgerKey)) {
+    const entry = await store.getJson(ledgerKey, LedgerEntrySchema);
+    return {
+      ledgerKey,
+      existing: { version: entry.toVersion, manifestKey: keys.checkpointManifest(campaignId, entry.toVersion), ledgerKey, metrics: entry.metrics, reused: true },
+    };
+  }
+  const orphan = (await listCheckpoints(store, campaignId)).find((m) => m.ledgerKey === ledgerKey);
+  return { ledgerKey, orphanVersion: orphan?.version };
+}
+
+export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Promise<TrainStepResult> {
+  const parsed = TrainStepInputSchema.safeParse(raw);
+  if (!parsed.success) invalid(`invalid trainStep input: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const input = parsed.data;
+  const { store } = deps;
+  const heartbeat = deps.heartbeat ?? (() => undefined);
+  const started = Date.now();
+  const spec = specForWidth(input.policy.width);
+  const found = await findExisting(store, input.campaignId, input.trainStep);
+  if (found.existing) return found.existing;
+
+  try {
+    const current = await loadCheckpoint(store, input.campaignId, input.fromVersion, spec);
+    const reference = input.trainer.useKl && input.trainer.klBeta > 0 ? await loadCheckpoint(store, input.campaignId, 0, spec) : undefined;
+    heartbeat({ phase: 'loading', trainStep: input.trainStep });
+    const loaded = await loadTrainSamples(store, spec, input.groups);
+    // Staleness bound per step sample (DART §3.4): pooled successes are exempt, as in DART's pool lookup.
+    const minVersion = input.fromVersion - input.maxStaleness;
+    const samples = loaded.samples.filter((s) => s.injectedFromPool || s.policyVersion >= minVersion);
+    const staleSteps = loaded.samples.length - samples.length;
+    if (samples.length === 0) invalid(`train step ${input.trainStep}: no fresh, trainable step in ${input.groups.length} groups`);
+
+    const session = await trainSession(spec, deps.threads ?? 1);
+    const weights = cloneWeights(current.weights);
+    const optimizer = current.optimizer ?? createAdamState(weights);
+    const cfg = input.trainer;
+    const mbSize = cfg.minibatchSize;
+
+    // π_old: recomputed with the current weights just before the update (so ρ starts at 1, §4.3).
+    const old = await actionLogProbs(session, weights, spec, samples, mbSize);
+    const ref = reference ? await actionLogProbs(session, reference.weights, spec, samples, mbSize) : undefined;
+    const adv = stepAdvantages(samples.map((s) => ({ groupId: s.groupId, trajectoryId: s.trajectoryId, reward: s.reward }))).advantages;
+    const selection = cfg.useEntropySelection ? highEntropyMask(old.entropy, { topFraction: cfg.entropyTopFraction }) : new Uint8Array(samples.length).fill(1);
+    const totalSelected = selection.reduce((a, b) => a + b, 0);
+
+    const metricSums: Record<string, number> = {};
+    let gradNormSum = 0;
+    let updates = 0;
+    const rng = createPrng(hashSeed(`${input.campaignId}/${input.trainStep}`));
+    for (let epoch = 0; epoch < cfg.epochs; epoch++) {
+      const order = shuffled(samples.map((_, i) => i), rng);
+      for (let start = 0; start < order.length; start += mbSize) {
+        const idx = order.slice(start, start + mbSize);
+        const rows = idx.map((i) => samples[i]!);
+        const now = await actionLogProbs(session, weights, spec, rows, mbSize);
+        const lossSamples: LossSample[] = idx.map((i, j) => ({
+          logp: now.logp[j]!,
+          logpOld: old.logp[i]!,
+          logpBehaviour: samples[i]!.behaviourLogProb,
+          logpRef: ref ? ref.logp[i]! : null,
+          advantage: adv[i]!,
+          entropy: now.entropy[j]!,
+        }));
+        const mbSelection = idx.map((i) => selection[i]!);
+        const selectedHere = mbSelection.reduce((a, b) => a + b, 0);
+        if (selectedHere === 0) continue;
+        const loss = computeLoss(lossSamples, { ...cfg, useKl: cfg.useKl && ref !== undefined }, { selectionMask: mbSelection, normalizer: selectedHere });
+        const batch: TrainBatch = {
+          ...packRows(spec, rows),
+          actions: rows.map((r) => r.action),
+          g: Float32Array.from(loss.gradLogp),
+          entCoef: Float32Array.from(loss.gradEntropy),
+        };
+        const { grads } = await session.gradients(weights, batch);
+        const step = adamStep(weights, grads, optimizer, {
+          learningRate: cfg.learningRate,
+          beta1: cfg.adamBeta1,
+          beta2: cfg.adamBeta2,
+          weightDecay: cfg.weightDecay,
+          maxGradNorm: cfg.gradClip,
+        });
+        for (const [k, v] of Object.entries(loss.metrics)) metricSums[k] = (metricSums[k] ?? 0) + v * selectedHere;
+        gradNormSum += step.gradNorm;
+        updates++;
+        heartbeat({ phase: 'training', trainStep: input.trainStep, epoch, minibatch: updates });
+      }
+    }
+    const isStats = isWeightStats(samples.map((s, i) => truncatedIsWeight(old.logp[i]!, s.behaviourLogProb, cfg.tisCap)));
+    const weightTotal = Math.max(1, totalSelected * cfg.epochs);
+    const metrics: Record<string, number> = {
+      ...Object.fromEntries(Object.entries(metricSums).filter(([k]) => !['numSamples', 'numSelected'].includes(k)).map(([k, v]) => [k, v / weightTotal])),
+      gradNorm: updates ? gradNormSum / updates : 0,
+      optimizerSteps: updates,
+      samples: samples.length,
+      staleSteps,
+      skippedSteps: loaded.skippedSteps,
+      selectedFraction: totalSelected / samples.length,
+      isWeightMean: isStats.mean,
+      isWeightMin: isStats.min,
+      isWeightTruncatedFraction: isStats.truncatedFraction,
+      samplesPerSecond: (samples.length * cfg.epochs) / Math.max(1e-3, (Date.now() - started) / 1000),
+    };
+    return await commit(deps, {
+      campaignId: input.campaignId,
+      trainStep: input.trainStep,
+      fromVersion: input.fromVersion,
+      spec,
+      weights,
+      optimizer,
+      metrics,
+      groups: input.groups,
+      minVersions: loaded.minVersions,
+      isWeight: { mean: isStats.mean, min: isStats.min, truncatedFraction: isStats.truncatedFraction },
+      orphanVersion: found.orphanVersion,
+    });
+  } catch (err) {
+    refuseNonFinite(err);
+  }
+}
+
+/** Writes checkpoint then ledger entry (the commit record); completes an orphaned checkpoint's ledger. */
+async function commit(
+  deps: TrainerDeps,
+  a: {
+    campaignId: string;
+    trainStep: number;
+    fromVersion: number;
+    spec: PolicySpec;
+    weights: Record<string, Float32Array>;
+    optimizer: ReturnType<typeof createAdamState>;
+    metrics: Record<string, number>;
+    groups: TrainStepInput['groups'];
+    minVersions: Record<string, number>;
+    isWeight: LedgerEntry['isWeight'];
+    orphanVersion?: number;
+  }
+): Promise<TrainStepResult> {
+  const { store } = deps;
+  const ledgerKey = keys.ledgerEntry(a.campaignId, a.trainStep);
+  let version = a.orphanVersion;
+  let metrics = a.metrics;
+  if (version === undefined) {
+    version = await nextVersion(store, a.campaignId);
+    await writeCheckpoint(store, {
+      campaignId: a.campaignId,
+      version,
+      parentVersion: a.fromVersion,
+      spec: a.spec,
+      weights: a.weights,
+      optimizer: a.optimizer,
+      ledgerKey,
+      metrics: a.metrics,
+    });
+  } else {
+    metrics = (await loadCheckpoint(store, a.campaignId, version, a.spec)).manifest.metrics;
+  }
+  const entry: LedgerEntry = {
+    schemaVersion: 1,
+    campaignId: a.campaignId,
+    trainStep: a.trainStep,
+    fromVersion: a.fromVersion,
+    toVersion: version,
+    consumed: a.groups.flatMap((g) =>
+      g.trajectories.map((t) => ({
+        trajectoryId: t.trajectoryId,
+        manifestKey: t.manifestKey,
+        groupId: g.groupId,
+        reward: t.reward,
+        staleness: Math.max(0, a.fromVersion - (a.minVersions[t.trajectoryId] ?? a.fromVersion)),
+        injectedFromPool: t.injectedFromPool,
+      }))
+    ),
+    isWeight: a.isWeight,
+    metrics,
+    createdAt: Date.now(),
+  };
+  await store.putJson(ledgerKey, entry, LedgerEntrySchema);
+  return { version, manifestKey: keys.checkpointManifest(a.campaignId, version), ledgerKey, metrics, reused: a.orphanVersion !== undefined };
+}
+
+/** Behaviour cloning from demonstrations: minimise −log π(a_demo|s) through the same gradient path. */
+export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneInput): Promise<TrainStepResult> {
+  const parsed = BehaviourCloneInputSchema.safeParse(raw);
+  if (!parsed.success) invalid(`invalid behaviourClone input: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const input = parsed.data;
+  const { store } = deps;
+  const heartbeat = deps.heartbeat ?? (() => undefined);
+  const spec = specForWidth(input.policy.width);
+  const found = await findExisting(store, input.campaignId, input.trainStep);
+  if (found.existing) return found.existing;
+  try {
+    const current = await loadCheckpoint(store, input.campaignId, input.fromVersion, spec);
+    const loaded = await loadTrainSamples(store, spec, input.demos, { usePolicyIndex: false });
+    const samples = loaded.samples;
+    if (samples.length === 0) invalid('behaviourClone: the demonstrations hold no step the policy can express');
+    const session = await trainSession(spec, deps.threads ?? 1);
+    const weights = cloneWeights(current.weights);
+    const optimizer = createAdamState(weights);
+    const rng = createPrng(hashSeed(`${input.campaignId}/bc/${input.trainStep}`));
+    let lossSum = 0;
+    let updates = 0;
+    let gradNormSum = 0;
+    for (let epoch = 0; epoch < input.epochs; epoch++) {
+      const order = shuffled(samples.map((_, i) => i), rng);
+      for (let start = 0; start < order.length; start += input.minibatchSize) {
+        const rows = order.slice(start, start + input.minibatchSize).map((i) => samples[i]!);
+        const n = rows.length;
+        const { logpAction, grads } = await session.gradients(weights, {
+          ...packRows(spec, rows),
+          actions: rows.map((r) => r.action),
+          g: new Float32Array(n).fill(-1 / n),
+          entCoef: new Float32Array(n),
+        });
+        lossSum += -logpAction.reduce((a, b) => a + b, 0) / n;
+        const step = adamStep(weights, grads, optimizer, { learningRate: input.learningRate, weightDecay: 0, maxGradNorm: 2.0 });
+        gradNormSum += step.gradNorm;
+        updates++;
+        heartbeat({ phase: 'bc', epoch, minibatch: updates });
+      }
+    }
+    return await commit(deps, {
+      campaignId: input.campaignId,
+      trainStep: input.trainStep,
+      fromVersion: input.fromVersion,
+      spec,
+      weights,
+      optimizer,
+      metrics: { bcLoss: lossSum / Math.max(1, updates), gradNorm: gradNormSum / Math.max(1, updates), samples: samples.length, optimizerSteps: updates },
+      groups: input.demos,
+      minVersions: loaded.minVersions,
+      isWeight: { mean: 1, min: 1, truncatedFraction: 0 },
+      orphanVersion: found.orphanVersion,
+    });
+  } catch (err) {
+    refuseNonFinite(err);
+  }
+}
+
+/** Activities of the `trainer` task queue. */
+export function createTrainerActivities(deps: Omit<TrainerDeps, 'heartbeat'>) {
+  const withHeartbeat = (): TrainerDeps => ({ ...deps, heartbeat: (d) => Context.current().heartbeat(d) });
+  return {
+    async trainStep(input: TrainStepInput): Promise<TrainStepResult> {
+      return runTrainStep(withHeartbeat(), input);
+    },
+    async behaviourClone(input: BehaviourCloneInput): Promise<TrainStepResult> {
+      return runBehaviourClone(withHeartbeat(), input);
+    },
+  };
+}

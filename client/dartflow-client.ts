@@ -1,0 +1,145 @@
+/**
+ * DartflowClient — the typed API for starting and controlling campaigns from code (the CLI uses it too).
+ *
+ *   const client = await DartflowClient.connect();
+ *   const campaign = await client.startCampaign({ campaign: { id: 'exp-1', suite: 'quickstart' } });
+ *   console.log(await campaign.status());
+ *   await campaign.setConfig({ 'trainer.learningRate': 1e-3 });
+ *   const result = await campaign.result();
+ */
+import { Client, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+import { loadInfraSettings, type InfraSettings } from '../infra/settings';
+import { connectClient } from '../infra/temporal-connection';
+import type { CampaignStatus, TaskStats } from '../schemas/campaign';
+import { CampaignConfigSchema, type CampaignConfig, type CampaignConfigInput } from '../schemas/config';
+import { SEARCH_ATTRIBUTES } from '../schemas/search-attributes';
+import { TASK_QUEUES } from '../schemas/task-queues';
+import { campaignWorkflow, type CampaignResult } from '../workflows/campaign';
+import {
+  injectSuccessUpdate,
+  pauseUpdate,
+  pinCheckpointUpdate,
+  quarantineTaskUpdate,
+  resumeUpdate,
+  setConfigUpdate,
+  statusQuery,
+  stopUpdate,
+  taskStatsQuery,
+} from '../workflows/messages';
+
+/** Workflow id of a campaign: readable in the Temporal UI, and one running campaign per id. */
+export const campaignWorkflowId = (campaignId: string): string => `campaign-${campaignId}`;
+
+export interface CampaignListEntry {
+  campaignId: string;
+  workflowId: string;
+  runId: string;
+  status: string;
+  policyVersion?: number;
+  successRate?: number;
+  state?: string;
+  startTime: Date;
+}
+
+export class CampaignHandle {
+  constructor(readonly campaignId: string, readonly handle: WorkflowHandle<typeof campaignWorkflow>) {}
+
+  status(): Promise<CampaignStatus> {
+    return this.handle.query(statusQuery);
+  }
+  taskStats(): Promise<TaskStats[]> {
+    return this.handle.query(taskStatsQuery);
+  }
+  pause(): Promise<CampaignStatus> {
+    return this.handle.executeUpdate(pauseUpdate);
+  }
+  resume(): Promise<CampaignStatus> {
+    return this.handle.executeUpdate(resumeUpdate);
+  }
+  /** Graceful stop: in-flight groups and train steps finish, a final evaluation runs, the workflow completes. */
+  stop(): Promise<CampaignStatus> {
+    return this.handle.executeUpdate(stopUpdate);
+  }
+  /** Live-tunable fields only (see LIVE_TUNABLE_FIELDS); invalid values are rejected by the Update's validator. */
+  setConfig(overrides: Record<string, number | boolean | string>): Promise<CampaignStatus> {
+    return this.handle.executeUpdate(setConfigUpdate, { args: [{ overrides }] });
+  }
+  quarantineTask(taskId: string, quarantined = true): Promise<TaskStats> {
+    return this.handle.executeUpdate(quarantineTaskUpdate, { args: [{ taskId, quarantined }] });
+  }
+  injectSuccess(taskId: string, manifestKey: string): Promise<TaskStats> {
+    return this.handle.executeUpdate(injectSuccessUpdate, { args: [{ taskId, manifestKey }] });
+  }
+  /** Serve and train from an earlier checkpoint (manual rollback); null unpins. */
+  pinCheckpoint(version: number | null): Promise<CampaignStatus> {
+    return this.handle.executeUpdate(pinCheckpointUpdate, { args: [{ version }] });
+  }
+  result(): Promise<CampaignResult> {
+    return this.handle.result();
+  }
+}
+
+export class DartflowClient {
+  private constructor(
+    readonly temporal: Client,
+    readonly settings: InfraSettings
+  ) {}
+
+  static async connect(settings: InfraSettings = loadInfraSettings()): Promise<DartflowClient> {
+    return new DartflowClient(await connectClient(settings), settings);
+  }
+
+  /** Starts a campaign (config validated here first, so a bad field fails before anything starts). */
+  async startCampaign(config: CampaignConfigInput, opts: { continueAsNewAfterIterations?: number } = {}): Promise<CampaignHandle> {
+    const parsed: CampaignConfig = CampaignConfigSchema.parse(config);
+    const id = parsed.campaign.id;
+    try {
+      const handle = await this.temporal.workflow.start(campaignWorkflow, {
+        taskQueue: TASK_QUEUES.orchestrator,
+        workflowId: campaignWorkflowId(id),
+        args: [{ config: parsed, continueAsNewAfterIterations: opts.continueAsNewAfterIterations }],
+        typedSearchAttributes: [
+          { key: SEARCH_ATTRIBUTES.campaignId, value: id },
+          { key: SEARCH_ATTRIBUTES.state, value: 'starting' },
+          { key: SEARCH_ATTRIBUTES.policyVersion, value: 0 },
+        ],
+        staticSummary: `dartflow campaign ${id} (${parsed.campaign.mode}, suite ${parsed.campaign.suite})`,
+      });
+      return new CampaignHandle(id, handle);
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) {
+        throw new Error(`campaign "${id}" is already running (workflow ${campaignWorkflowId(id)}); use another campaign.id or stop it first`);
+      }
+      throw err;
+    }
+  }
+
+  getCampaign(campaignId: string): CampaignHandle {
+    return new CampaignHandle(campaignId, this.temporal.workflow.getHandle<typeof campaignWorkflow>(campaignWorkflowId(campaignId)));
+  }
+
+  /** Campaigns known to Temporal, newest first, filtered with the stock visibility query language. */
+  async listCampaigns(query = ''): Promise<CampaignListEntry[]> {
+    const base = `WorkflowType = 'campaignWorkflow'`;
+    const out: CampaignListEntry[] = [];
+    for await (const wf of this.temporal.workflow.list({ query: query ? `${base} AND (${query})` : base })) {
+      const sa = wf.typedSearchAttributes;
+      out.push({
+        campaignId: sa.get(SEARCH_ATTRIBUTES.campaignId) ?? wf.workflowId.replace(/^campaign-/, ''),
+        workflowId: wf.workflowId,
+        runId: wf.runId,
+        status: wf.status.name,
+        policyVersion: sa.get(SEARCH_ATTRIBUTES.policyVersion),
+        successRate: sa.get(SEARCH_ATTRIBUTES.successRate),
+        state: sa.get(SEARCH_ATTRIBUTES.state),
+        startTime: wf.startTime,
+      });
+      if (out.length >= 200) break;
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {
+    await this.temporal.connection.close();
+  }
+}

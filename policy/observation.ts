@@ -1,0 +1,97 @@
+/**
+ * Observation encoding for the embedded policy: screenshot PNG → [3,S,S] float32 in [0,1] (area average),
+ * instruction → L2-normalised hashed bag-of-words [V]. Both are pure functions of their inputs, so a
+ * trajectory's stored PNG and instruction reproduce the exact network input at training time.
+ */
+import { PNG } from 'pngjs';
+import { IMAGE_CHANNELS, type PolicySpec } from './spec';
+
+/**
+ * Per-axis area weights: output cell o covers [o·n/m, (o+1)·n/m) of the input; each input pixel
+ * contributes the length of its overlap, divided by the cell width (so weights sum to 1).
+ * For 160 → 64 every cell spans 2.5 pixels.
+ */
+function areaWeights(n: number, m: number): Array<Array<[number, number]>> {
+  const scale = n / m;
+  const out: Array<Array<[number, number]>> = [];
+  for (let o = 0; o < m; o++) {
+    const lo = o * scale;
+    const hi = (o + 1) * scale;
+    const taps: Array<[number, number]> = [];
+    for (let i = Math.floor(lo); i < Math.min(n, Math.ceil(hi)); i++) {
+      const overlap = Math.min(hi, i + 1) - Math.max(lo, i);
+      if (overlap > 1e-12) taps.push([i, overlap / scale]);
+    }
+    out.push(taps);
+  }
+  return out;
+}
+
+/** RGBA bytes (row-major, 4 per pixel, alpha ignored) → CHW float32 [3,size,size] in [0,1]. */
+export function downsampleRgba(rgba: Uint8Array, width: number, height: number, size: number): Float32Array {
+  if (rgba.length !== width * height * 4)
+    throw new Error(`downsample: ${rgba.length} bytes for ${width}×${height} RGBA`);
+  const wx = areaWeights(width, size);
+  const wy = areaWeights(height, size);
+  const out = new Float32Array(IMAGE_CHANNELS * size * size);
+  for (let oy = 0; oy < size; oy++) {
+    for (let ox = 0; ox < size; ox++) {
+      let r = 0;
+      let g = 0;
+      let b = 0;
+      for (const [iy, fy] of wy[oy]!) {
+        for (const [ix, fx] of wx[ox]!) {
+          const f = fy * fx;
+          const p = (iy * width + ix) * 4;
+          r += f * rgba[p]!;
+          g += f * rgba[p + 1]!;
+          b += f * rgba[p + 2]!;
+        }
+      }
+      const o = oy * size + ox;
+      out[o] = r / 255;
+      out[size * size + o] = g / 255;
+      out[2 * size * size + o] = b / 255;
+    }
+  }
+  return out;
+}
+
+/** Decodes a PNG screenshot and downsamples it to the spec's input ([3,S,S], CHW). */
+export function encodeScreenshot(png: Uint8Array, spec: Pick<PolicySpec, 'imageSize'>): Float32Array {
+  const img = PNG.sync.read(Buffer.from(png.buffer, png.byteOffset, png.byteLength));
+  return downsampleRgba(
+    new Uint8Array(img.data.buffer, img.data.byteOffset, img.data.byteLength),
+    img.width,
+    img.height,
+    spec.imageSize
+  );
+}
+
+/** FNV-1a 32-bit over the UTF-8 bytes: stable across runs, machines and Node versions. */
+export function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(s)) {
+    h ^= byte;
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** Lower-case word tokens (letters and digits; quotes and punctuation split words). */
+export function tokenize(text: string): string[] {
+  return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+}
+
+/** Hashed bag-of-words [V], L2-normalised so instruction length does not change the input's scale. */
+export function encodeInstruction(text: string, spec: Pick<PolicySpec, 'vocabSize'>): Float32Array {
+  const v = new Float32Array(spec.vocabSize);
+  for (const word of tokenize(text)) v[fnv1a(word) % spec.vocabSize]! += 1;
+  let norm = 0;
+  for (const x of v) norm += x * x;
+  if (norm > 0) {
+    const inv = 1 / Math.sqrt(norm);
+    for (let i = 0; i < v.length; i++) v[i]! *= inv;
+  }
+  return v;
+}

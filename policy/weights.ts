@@ -1,0 +1,111 @@
+/**
+ * Policy weights: seeded initialisation and safetensors (de)serialisation with validation against the
+ * spec. A checkpoint is refused (SafetensorsError) when it is corrupt, has other tensor names/shapes,
+ * was written for another spec, or holds a NaN/Infinity — a policy server then keeps its old version.
+ */
+import {
+  asFloat32,
+  checkTensorSpec,
+  decodeSafetensors,
+  encodeSafetensors,
+  f32Tensor,
+  SafetensorsError,
+  type TensorMap,
+} from '../storage/safetensors';
+import { mulberry32, normal } from './sampling';
+import { paramShapes, paramTensorSpec, sizeOf, specKey, type PolicySpec } from './spec';
+
+/** Weight tensors by parameter name (see spec.paramShapes for names, shapes and order). */
+export type PolicyWeights = Record<string, Float32Array>;
+
+export const WEIGHTS_FORMAT = 'dartflow-policy-weights/1';
+
+/**
+ * Std of each tensor at init, and why:
+ * - conv weights: He/Kaiming normal √(2/fan_in), since ReLU follows every conv;
+ * - text.weight: 1, because the bag-of-words input is L2-normalised (its effective fan-in is 1), so the
+ *   embedding has unit scale whatever V is;
+ * - film.weight: 0.1/√E, so γ, β ≈ 0.1 at init: the visual trunk starts almost unconditioned and the
+ *   text pathway still receives gradient;
+ * - head weights (click, token): 0.1/√C, so the initial policy is near uniform (high entropy), as
+ *   usual for policy-gradient heads;
+ * - biases: 0.
+ */
+function initStd(name: string, fanIn: number): number {
+  if (name.endsWith('.bias')) return 0;
+  if (name.startsWith('conv')) return Math.sqrt(2 / fanIn);
+  if (name === 'text.weight') return 1;
+  return 0.1 / Math.sqrt(fanIn);
+}
+
+/** Deterministic weights: the same (spec, seed) gives bit-identical tensors on every machine. */
+export function initWeights(spec: PolicySpec, seed: number): PolicyWeights {
+  const rng = mulberry32(seed);
+  const out: PolicyWeights = {};
+  for (const p of paramShapes(spec)) {
+    const std = initStd(p.name, p.fanIn);
+    const data = new Float32Array(sizeOf(p.shape));
+    if (std > 0) for (let i = 0; i < data.length; i++) data[i] = std * normal(rng);
+    out[p.name] = data;
+  }
+  return out;
+}
+
+/** Throws unless `weights` has exactly the spec's tensors with the right sizes and finite values. */
+export function checkWeights(spec: PolicySpec, weights: PolicyWeights, where?: string): void {
+  const shapes = paramShapes(spec);
+  for (const p of shapes) {
+    const w = weights[p.name];
+    if (!w) throw new SafetensorsError(`mismatch: tensor ${p.name} is missing`, where);
+    if (w.length !== sizeOf(p.shape))
+      throw new SafetensorsError(
+        `mismatch: tensor ${p.name} has ${w.length} values, expected ${sizeOf(p.shape)}`,
+        where
+      );
+    for (let i = 0; i < w.length; i++) {
+      if (!Number.isFinite(w[i]!))
+        throw new SafetensorsError(`tensor ${p.name} holds a non-finite value at ${i}`, where);
+    }
+  }
+  const extra = Object.keys(weights).filter((k) => !shapes.some((p) => p.name === k));
+  if (extra.length) throw new SafetensorsError(`mismatch: unexpected tensors ${extra.join(', ')}`, where);
+}
+
+/** Serialises weights; the spec is recorded in the metadata so a checkpoint cannot load into another net. */
+export function weightsToSafetensors(
+  spec: PolicySpec,
+  weights: PolicyWeights,
+  metadata: Record<string, string> = {}
+): Buffer {
+  checkWeights(spec, weights);
+  const tensors: TensorMap = {};
+  for (const p of paramShapes(spec)) tensors[p.name] = f32Tensor(p.shape, weights[p.name]!);
+  return encodeSafetensors(tensors, { ...metadata, format: WEIGHTS_FORMAT, spec: specKey(spec) });
+}
+
+export interface LoadedWeights {
+  weights: PolicyWeights;
+  metadata: Record<string, string>;
+  sha256: string;
+}
+
+/** Decodes and validates a checkpoint for `spec`; `where` (e.g. the object key) prefixes errors. */
+export function weightsFromSafetensors(spec: PolicySpec, buf: Uint8Array, where?: string): LoadedWeights {
+  const { tensors, metadata, sha256 } = decodeSafetensors(buf, where);
+  if (metadata.spec !== undefined && metadata.spec !== specKey(spec)) {
+    throw new SafetensorsError(
+      `mismatch: checkpoint was written for spec ${metadata.spec}, expected ${specKey(spec)}`,
+      where
+    );
+  }
+  checkTensorSpec(tensors, paramTensorSpec(spec), where);
+  const weights: PolicyWeights = {};
+  for (const [name, t] of Object.entries(tensors)) weights[name] = asFloat32(t, name);
+  checkWeights(spec, weights, where);
+  return { weights, metadata, sha256 };
+}
+
+/** A deep copy (Adam updates weights in place; callers keep the version they serve). */
+export function cloneWeights(weights: PolicyWeights): PolicyWeights {
+  return Object.fromEntries(Object.entries(weights).map(([k, v]) => [k, v.slice()]));
+}

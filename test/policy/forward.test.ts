@@ -1,0 +1,97 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as ort from 'onnxruntime-node';
+import { buildForwardGraph } from '../../policy/graph-forward';
+import { referenceForward } from '../../policy/reference';
+import { createInferenceSession, createTrainSession } from '../../policy/session';
+import { defaultPolicySpec, MASK_OFF, numActions, paramCount, widenSpec, type PolicySpec } from '../../policy/spec';
+import { initWeights } from '../../policy/weights';
+import { randomBatch, randomWeights } from './helpers';
+
+/** Max elementwise relative error, with a floor of 1 on the denominator (log-probs are O(1)…O(1e9)). */
+function maxRelErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  assert.equal(a.length, b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!) / Math.max(1, Math.abs(b[i]!)));
+  return m;
+}
+
+async function checkAgainstReference(spec: PolicySpec, seed: number, batch: number): Promise<void> {
+  const weights = randomWeights(spec, seed);
+  const input = randomBatch(spec, batch, seed + 1);
+  const session = await createInferenceSession(spec, weights);
+  const out = await session.run(input);
+  await session.release();
+  const ref = referenceForward(spec, weights, input);
+  assert.equal(out.logp.length, batch * numActions(spec));
+  assert.ok(maxRelErr(out.logp, ref.logp) < 1e-5, `logp rel err ${maxRelErr(out.logp, ref.logp)}`);
+  assert.ok(maxRelErr(out.entropy, ref.entropy) < 1e-5, `entropy rel err ${maxRelErr(out.entropy, ref.entropy)}`);
+  // The net must not be trivially uniform, or the comparison proves little.
+  const spread =
+    Math.max(...Array.from(ref.logp).filter((v) => v > -1e6)) -
+    Math.min(...Array.from(ref.logp).filter((v) => v > -1e6));
+  assert.ok(spread > 1, `log-prob spread ${spread}`);
+}
+
+test('generated forward graph matches the TS reference (default spec, B=5)', async () => {
+  await checkAgainstReference(defaultPolicySpec, 11, 5);
+});
+
+test('a wider and deeper spec builds, loads and matches the reference', async () => {
+  const wide = widenSpec(defaultPolicySpec, 2);
+  const spec: PolicySpec = { ...wide, convs: [...wide.convs, { outChannels: 48, kernel: 3, stride: 1, pad: 1 }] };
+  assert.ok(paramCount(spec) > 3 * paramCount(defaultPolicySpec));
+  await checkAgainstReference(spec, 21, 3);
+});
+
+test('a spec whose strided conv skips trailing pixels (output padding) still matches', async () => {
+  // 65 + 2·1 − 4 = 63 is odd, so the stride-2 conv never reads the last row/column: 65 → 32 → 16.
+  const spec: PolicySpec = { ...defaultPolicySpec, imageSize: 65 };
+  await checkAgainstReference(spec, 31, 2);
+});
+
+test('masked actions get zero probability and entropy stays finite', async () => {
+  const spec = defaultPolicySpec;
+  const session = await createInferenceSession(spec, randomWeights(spec, 3));
+  const input = randomBatch(spec, 4, 4);
+  // Also mask every click cell of sample 0 but one.
+  const A = numActions(spec);
+  for (let a = 1; a < 256; a++) input.mask[a] = MASK_OFF;
+  const { logp, entropy } = await session.run(input);
+  for (let i = 0; i < logp.length; i++) {
+    if (input.mask[i]! < 0)
+      assert.equal(Math.exp(logp[i]!), 0, `masked action ${i % A} of sample ${Math.floor(i / A)}`);
+  }
+  for (let b = 0; b < 4; b++) {
+    let total = 0;
+    for (let a = 0; a < A; a++) total += Math.exp(logp[b * A + a]!);
+    assert.ok(Math.abs(total - 1) < 1e-5);
+    assert.ok(Number.isFinite(entropy[b]!) && entropy[b]! > 0);
+  }
+  await session.release();
+});
+
+test('weights-as-inputs forward equals the initializer forward', async () => {
+  const spec = defaultPolicySpec;
+  const weights = initWeights(spec, 9);
+  const input = randomBatch(spec, 3, 10);
+  const inf = await createInferenceSession(spec, weights);
+  const trainer = await createTrainSession(spec);
+  const a = await inf.run(input);
+  const b = await trainer.forward(weights, input);
+  assert.ok(maxRelErr(a.logp, b.logp) < 1e-6);
+  assert.ok(maxRelErr(a.entropy, b.entropy) < 1e-6);
+  await inf.release();
+  await trainer.release();
+});
+
+test('the initializer graph has no weight inputs; the input graph exposes every weight', async () => {
+  const spec = defaultPolicySpec;
+  const baked = await ort.InferenceSession.create(buildForwardGraph(spec, initWeights(spec, 1)));
+  assert.deepEqual([...baked.inputNames].sort(), ['mask', 'obs', 'text']);
+  assert.deepEqual([...baked.outputNames].sort(), ['entropy', 'logp']);
+  const open = await ort.InferenceSession.create(buildForwardGraph(spec));
+  assert.equal(open.inputNames.length, 3 + 13);
+  await baked.release();
+  await open.release();
+});

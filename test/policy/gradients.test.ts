@@ -1,0 +1,118 @@
+/**
+ * The generated forward+backward graph against central finite differences of the float64 TS reference
+ * loss L = Σ_b g_b·logp_b[a_b] + c_b·H_b. Two checks per weight tensor: a directional derivative along a
+ * random direction (covers every coordinate at once) and a few single coordinates (catches errors that
+ * cancel in a projection, e.g. a transposed kernel).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { referenceForward, referenceLoss } from '../../policy/reference';
+import { mulberry32, normal } from '../../policy/sampling';
+import { createTrainSession, type TrainBatch } from '../../policy/session';
+import { defaultPolicySpec, numActions, paramShapes, type PolicySpec } from '../../policy/spec';
+import { randomBatch, randomWeights, toF64 } from './helpers';
+
+async function checkGradients(
+  spec: PolicySpec,
+  seed: number,
+  batchSize: number,
+  coordsPerTensor: number
+): Promise<void> {
+  const rng = mulberry32(seed);
+  const weights = randomWeights(spec, seed);
+  const input = randomBatch(spec, batchSize, seed + 1);
+  const A = numActions(spec);
+  // Taken actions among the valid ones; mixed-sign coefficients as in a GRPO batch.
+  const actions = Array.from({ length: batchSize }, (_, b) => {
+    for (;;) {
+      const a = Math.floor(rng() * A);
+      if (input.mask[b * A + a] === 0) return a;
+    }
+  });
+  const batch: TrainBatch = {
+    ...input,
+    actions,
+    g: Float32Array.from({ length: batchSize }, () => normal(rng)),
+    entCoef: Float32Array.from({ length: batchSize }, () => 0.5 * normal(rng)),
+  };
+  const session = await createTrainSession(spec);
+  const { grads, logpAction } = await session.gradients(weights, batch);
+  await session.release();
+
+  const w64 = toF64(weights);
+  const loss = (): number => referenceLoss(spec, w64, input, actions, batch.g, batch.entCoef);
+  // logp_action output agrees with the reference too.
+  const { logp } = referenceForward(spec, w64, input);
+  actions.forEach((a, b) =>
+    assert.ok(Math.abs(logpAction[b]! - logp[b * A + a]!) < 1e-5 * Math.max(1, Math.abs(logp[b * A + a]!)))
+  );
+
+  for (const p of paramShapes(spec)) {
+    const grad = grads[p.name]!;
+    const w = w64[p.name]!;
+    const gradNorm = Math.hypot(...grad);
+    assert.ok(gradNorm > 0, `${p.name}: zero gradient (the check would be vacuous)`);
+
+    // Directional derivative along a random unit direction d.
+    const d = Float64Array.from({ length: w.length }, () => normal(rng));
+    const dNorm = Math.hypot(...d);
+    const eps = 1e-6; // small enough that almost no ReLU kink is crossed (float64 keeps round-off ≈1e-9)
+    const base = w.slice();
+    let analytic = 0;
+    for (let i = 0; i < w.length; i++) {
+      d[i]! /= dNorm;
+      analytic += grad[i]! * d[i]!;
+    }
+    for (let i = 0; i < w.length; i++) w[i] = base[i]! + eps * d[i]!;
+    const lp = loss();
+    for (let i = 0; i < w.length; i++) w[i] = base[i]! - eps * d[i]!;
+    const lm = loss();
+    w.set(base);
+    const fd = (lp - lm) / (2 * eps);
+    assert.ok(
+      Math.abs(fd - analytic) <= 1e-4 * gradNorm,
+      `${p.name} directional: fd ${fd} vs graph ${analytic} (|grad| ${gradNorm})`
+    );
+
+    // Single coordinates: the largest-|grad| entry and a few random ones.
+    let top = 0;
+    for (let i = 1; i < grad.length; i++) if (Math.abs(grad[i]!) > Math.abs(grad[top]!)) top = i;
+    const coords = [
+      top,
+      ...Array.from({ length: Math.min(coordsPerTensor, w.length) - 1 }, () => Math.floor(rng() * w.length)),
+    ];
+    for (const i of coords) {
+      const h = 1e-6;
+      const v = base[i]!;
+      w[i] = v + h;
+      const up = loss();
+      w[i] = v - h;
+      const down = loss();
+      w[i] = v;
+      const fdi = (up - down) / (2 * h);
+      const tol = 1e-4 * Math.abs(fdi) + 1e-5 * gradNorm;
+      assert.ok(Math.abs(fdi - grad[i]!) <= tol, `${p.name}[${i}]: fd ${fdi} vs graph ${grad[i]} (tol ${tol})`);
+    }
+  }
+}
+
+test('backward graph gradients match finite differences (default spec, B=2)', async () => {
+  await checkGradients(defaultPolicySpec, 101, 2, 3);
+});
+
+test('backward graph gradients match finite differences with output padding and a 4th conv', async () => {
+  const spec: PolicySpec = {
+    ...defaultPolicySpec,
+    imageSize: 33, // 33 + 2 − 4 = 31 is odd: conv0 skips a row, exercising output_padding and the dW crop
+    convs: [
+      { outChannels: 8, kernel: 4, stride: 2, pad: 1 },
+      { outChannels: 8, kernel: 3, stride: 1, pad: 1 },
+      { outChannels: 12, kernel: 3, stride: 1, pad: 1 },
+      { outChannels: 12, kernel: 3, stride: 2, pad: 1 }, // 16 → 8, again with a skipped row
+    ],
+    gridSize: 8,
+    vocabSize: 32,
+    textEmbed: 4,
+  };
+  await checkGradients(spec, 202, 2, 4);
+});

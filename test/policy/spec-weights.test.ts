@@ -1,0 +1,121 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  checkTensorSpec,
+  decodeSafetensors,
+  encodeSafetensors,
+  f32Tensor,
+  SafetensorsError,
+} from '../../storage/safetensors';
+import {
+  convGeometry,
+  defaultPolicySpec,
+  numActions,
+  paramCount,
+  paramShapes,
+  paramTensorSpec,
+  validateSpec,
+  widenSpec,
+} from '../../policy/spec';
+import { initWeights, weightsFromSafetensors, weightsToSafetensors } from '../../policy/weights';
+
+test('default spec: ≈23-24k parameters, 272 actions, 16×16 grid', () => {
+  const n = paramCount(defaultPolicySpec);
+  assert.equal(n, 24_001);
+  assert.ok(n > 22_000 && n < 25_000);
+  assert.equal(numActions(defaultPolicySpec), 272);
+  assert.deepEqual(
+    convGeometry(defaultPolicySpec).map((g) => g.outSize),
+    [32, 16, 16]
+  );
+  assert.deepEqual(
+    paramShapes(defaultPolicySpec).map((p) => `${p.name}:${p.shape.join('x')}`),
+    [
+      'conv0.weight:16x3x4x4',
+      'conv0.bias:16',
+      'conv1.weight:32x16x4x4',
+      'conv1.bias:32',
+      'conv2.weight:32x32x3x3',
+      'conv2.bias:32',
+      'text.weight:16x256',
+      'film.weight:64x16',
+      'film.bias:64',
+      'click.weight:1x32x1x1',
+      'click.bias:1',
+      'token.weight:16x32',
+      'token.bias:16',
+    ]
+  );
+});
+
+test('width is one setting: widenSpec(2) is a valid, bigger model', () => {
+  const wide = validateSpec(widenSpec(defaultPolicySpec, 2));
+  assert.deepEqual(
+    wide.convs.map((c) => c.outChannels),
+    [32, 64, 64]
+  );
+  assert.ok(paramCount(wide) > 2.5 * paramCount(defaultPolicySpec));
+});
+
+test('specs whose trunk does not end at the grid size are refused', () => {
+  assert.throws(() => validateSpec({ ...defaultPolicySpec, gridSize: 8 }), /ends at 16×16/);
+  assert.throws(() => validateSpec({ ...defaultPolicySpec, convs: [] }));
+  assert.throws(() => validateSpec({ ...defaultPolicySpec, version: 2 }));
+});
+
+test('initWeights is deterministic per seed, He-scaled, with zero biases', () => {
+  const a = initWeights(defaultPolicySpec, 42);
+  const b = initWeights(defaultPolicySpec, 42);
+  const c = initWeights(defaultPolicySpec, 43);
+  assert.deepEqual(a, b);
+  assert.notDeepEqual(a['conv0.weight'], c['conv0.weight']);
+  assert.ok(a['conv1.bias']!.every((v) => v === 0));
+  const w = a['conv1.weight']!;
+  const std = Math.sqrt(w.reduce((s, v) => s + v * v, 0) / w.length);
+  assert.ok(Math.abs(std - Math.sqrt(2 / (16 * 16))) < 0.01, `conv1 std ${std}`);
+});
+
+test('weights round-trip through safetensors bit-exactly, with the spec in the metadata', () => {
+  const w = initWeights(defaultPolicySpec, 7);
+  const buf = weightsToSafetensors(defaultPolicySpec, w, { version: '3' });
+  const back = weightsFromSafetensors(defaultPolicySpec, buf, 'ckpt/3');
+  assert.deepEqual(back.weights, w);
+  assert.equal(back.metadata.version, '3');
+  assert.match(back.sha256, /^[0-9a-f]{64}$/);
+});
+
+test('corrupt or mismatched checkpoints are refused with a clear error', () => {
+  const spec = defaultPolicySpec;
+  const buf = weightsToSafetensors(spec, initWeights(spec, 7));
+  // Truncated data section.
+  assert.throws(
+    () => weightsFromSafetensors(spec, buf.subarray(0, buf.length - 10), 'k'),
+    (e: Error) => e instanceof SafetensorsError && /truncated/.test(e.message)
+  );
+  // Garbage header length.
+  const bad = Buffer.from(buf);
+  bad.writeBigUInt64LE(123456789n, 0);
+  assert.throws(() => weightsFromSafetensors(spec, bad), /corrupt or truncated/);
+  // Right format, other architecture (the spec metadata does not match).
+  const wide = widenSpec(spec, 2);
+  assert.throws(
+    () => weightsFromSafetensors(spec, weightsToSafetensors(wide, initWeights(wide, 1))),
+    /written for spec/
+  );
+  // No spec metadata, wrong shape: checkTensorSpec catches it.
+  const tensors = decodeSafetensors(buf).tensors;
+  tensors['token.bias'] = f32Tensor([17], new Float32Array(17));
+  assert.throws(() => weightsFromSafetensors(spec, encodeSafetensors(tensors)), /token.bias has shape \[17\]/);
+  // Missing tensor.
+  delete tensors['token.bias'];
+  assert.throws(() => weightsFromSafetensors(spec, encodeSafetensors(tensors)), /missing/);
+  // NaN weights are never served or trained on.
+  const nan = initWeights(spec, 1);
+  nan['film.bias']![3] = NaN;
+  const t2 = Object.fromEntries(paramShapes(spec).map((p) => [p.name, f32Tensor(p.shape, nan[p.name]!)]));
+  assert.throws(() => weightsFromSafetensors(spec, encodeSafetensors(t2)), /non-finite/);
+  assert.throws(() => weightsToSafetensors(spec, nan), /non-finite/);
+  // The exported tensor spec is what checkTensorSpec validates against.
+  assert.doesNotThrow(() => checkTensorSpec(decodeSafetensors(buf).tensors, paramTensorSpec(spec)));
+  assert.throws(() => checkTensorSpec(decodeSafetensors(buf).tensors, paramTensorSpec(wide)), /mismatch/);
+});

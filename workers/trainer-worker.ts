@@ -1,0 +1,43 @@
+/**
+ * Trainer worker: `trainStep` and `behaviourClone` on the `trainer` task queue. One train step at a time
+ * (a fixed-size slot: the trainer owns its CPU/GPU); onnxruntime blocks the event loop per minibatch, so
+ * the heartbeat timeout is generous and heartbeats go out between minibatches.
+ */
+import { Worker, type WorkerOptions } from '@temporalio/worker';
+import { createTrainerActivities } from '../activities/trainer/train-step';
+import { installQuietRuntime } from '../infra/runtime';
+import { loadInfraSettings, type InfraSettings } from '../infra/settings';
+import { connectWorker } from '../infra/temporal-connection';
+import { TASK_QUEUES } from '../schemas/task-queues';
+import { ObjectStore } from '../storage/object-store';
+
+export async function createTrainerWorker(settings: InfraSettings, overrides: Partial<WorkerOptions> = {}): Promise<Worker> {
+  installQuietRuntime();
+  const store = ObjectStore.fromSettings(settings);
+  await store.ensureBucket();
+  const connection = await connectWorker(settings);
+  const threads = Number(process.env.DARTFLOW_TRAINER_THREADS ?? 1);
+  return Worker.create({
+    connection,
+    namespace: settings.temporal.namespace,
+    taskQueue: TASK_QUEUES.trainer,
+    activities: createTrainerActivities({ store, threads }),
+    maxConcurrentActivityTaskExecutions: 1,
+    // Let an in-flight step finish on SIGTERM; a kill -9 is covered by the step's idempotency.
+    shutdownGraceTime: '2 minutes',
+    ...overrides,
+  });
+}
+
+async function main(): Promise<void> {
+  const worker = await createTrainerWorker(loadInfraSettings());
+  console.log(`[trainer] polling task queue "${TASK_QUEUES.trainer}"`);
+  await worker.run();
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

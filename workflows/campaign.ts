@@ -1,0 +1,449 @@
+/**
+ * campaignWorkflow — a DART training campaign (days long). Rollout-wise scheduling keeps env capacity
+ * full (the next task group starts the moment one ends); train steps start whenever enough eligible
+ * groups are buffered and overlap the rollouts (staleness bound per sample); every new checkpoint rolls
+ * out server by server; held-out evaluations feed the learning curve. `mode: sync` runs the coupled
+ * baseline (batch barrier → train → sync every server) through the same code.
+ *
+ * Durable by construction: state is carried across continue-as-new; task groups are ABANDON children
+ * that signal the campaign by workflow id, so they survive both continue-as-new and worker crashes.
+ */
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  log,
+  ParentClosePolicy,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  startChild,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { createCampaignDataActivities } from '../activities/data/campaign-data';
+import type { createCampaignSetupActivities } from '../activities/data/campaign-setup';
+import type { TrainStepResult } from '../activities/trainer/types';
+import type { createTrainerActivities } from '../activities/trainer/train-step';
+import { CampaignConfigSchema, type CampaignConfigInput } from '../schemas/config';
+import { SEARCH_ATTRIBUTES } from '../schemas/search-attributes';
+import { TASK_QUEUES } from '../schemas/task-queues';
+import type { EvalPoint, GroupSummary, PolicyEndpoint } from '../schemas/campaign';
+import { applyLiveOverrides } from './logic/live-config';
+import {
+  campaignStatus,
+  initialCampaignState,
+  markGroupStarted,
+  planNextGroup,
+  pruneStaleBuffer,
+  recordEval,
+  recordGroup,
+  selectTrainBatch,
+  shouldStop,
+  takeFromBuffer,
+  type CampaignState,
+  type GroupPlan,
+} from './logic/campaign-state';
+import {
+  evalFinishedSignal,
+  groupFinishedSignal,
+  injectSuccessUpdate,
+  modelRolledOutSignal,
+  pauseUpdate,
+  pinCheckpointUpdate,
+  quarantineTaskUpdate,
+  resumeUpdate,
+  setConfigUpdate,
+  statusQuery,
+  stopUpdate,
+  taskStatsQuery,
+} from './messages';
+import { evaluateWorkflow } from './evaluate';
+import { modelRolloutWorkflow } from './model-rollout';
+import { taskGroupWorkflow } from './task-group';
+
+export interface CampaignInput {
+  config: CampaignConfigInput;
+  /** Carried by continue-as-new; absent on the first run. */
+  state?: CampaignState;
+  /** Test hook: continue-as-new after this many loop iterations (in addition to the server's suggestion). */
+  continueAsNewAfterIterations?: number;
+}
+
+export interface CampaignResult {
+  campaignId: string;
+  policyVersion: number;
+  episodes: number;
+  trainSteps: number;
+  finalEval: EvalPoint | null;
+  evals: EvalPoint[];
+  infraFailures: number;
+  wallMs: number;
+}
+
+const setup = proxyActivities<ReturnType<typeof createCampaignSetupActivities>>({
+  taskQueue: TASK_QUEUES.orchestrator,
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20, nonRetryableErrorTypes: ['TaskConfigError', 'ConfigError'] },
+});
+const data = proxyActivities<ReturnType<typeof createCampaignDataActivities>>({
+  taskQueue: TASK_QUEUES.orchestrator,
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
+});
+const trainer = proxyActivities<ReturnType<typeof createTrainerActivities>>({
+  taskQueue: TASK_QUEUES.trainer,
+  // A train step is seconds on the embedded policy; a heartbeat per minibatch detects a dead trainer fast.
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '2 minutes',
+  retry: { initialInterval: '2 seconds', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: ['NonFiniteLossError', 'CheckpointMismatchError', 'InvalidTrainInput'] },
+});
+
+export async function campaignWorkflow(input: CampaignInput): Promise<CampaignResult> {
+  const config = CampaignConfigSchema.parse(input.config);
+  const wfId = workflowInfo().workflowId;
+  let s: CampaignState;
+  if (input.state) {
+    s = input.state;
+    s.runIndex++;
+  } else {
+    const prepared = await setup.prepareCampaign({ config });
+    s = initialCampaignState({
+      campaignId: config.campaign.id,
+      config,
+      tasks: prepared.tasks,
+      heldOut: prepared.heldOut,
+      startedAtMs: Date.now(),
+      initialVersion: prepared.initialVersion,
+    });
+    for (const [taskId, n] of Object.entries(prepared.poolSizes)) if (s.stats[taskId]) s.stats[taskId].poolSize = n;
+    s.phase = 'running';
+  }
+  let endpoints: PolicyEndpoint[] = [];
+  let trainInFlight = false;
+  let rolloutInFlight = false;
+  let evalInFlight = false;
+  let dirty = true;
+  const wake = () => {
+    dirty = true;
+  };
+
+  // ---- control plane -------------------------------------------------------------------------------
+  setHandler(statusQuery, () => campaignStatus(s));
+  setHandler(taskStatsQuery, () => Object.values(s.stats));
+  setHandler(groupFinishedSignal, (g: GroupSummary) => {
+    // Successes the group added to the pool are counted by their pool writes (bounded by poolWanted).
+    const added = Math.min(g.trajectories.filter((t) => !t.injectedFromPool && (t.reward ?? 0) > 0).length, Math.max(0, s.config.curation.precollectSuccessesPerTask - (s.stats[g.taskId]?.poolSize ?? 0)));
+    if (recordGroup(s, g, s.config.curation.experiencePool ? added : 0)) wake();
+  });
+  setHandler(evalFinishedSignal, (p: EvalPoint) => {
+    recordEval(s, p);
+    evalInFlight = false;
+    wake();
+  });
+  setHandler(modelRolledOutSignal, (r) => {
+    s.servedVersions = { ...r.servedVersions };
+    rolloutInFlight = false;
+    if (!r.ok) log.warn('model rollout rolled back', { version: r.version, reason: r.reason });
+    wake();
+  });
+  setHandler(pauseUpdate, () => {
+    s.paused = true;
+    wake();
+    return campaignStatus(s);
+  });
+  setHandler(resumeUpdate, () => {
+    s.paused = false;
+    wake();
+    return campaignStatus(s);
+  });
+  setHandler(stopUpdate, () => {
+    s.stopRequested = true;
+    wake();
+    return campaignStatus(s);
+  });
+  setHandler(
+    setConfigUpdate,
+    (u) => {
+      s.config = applyLiveOverrides(s.config, u.overrides);
+      wake();
+      return campaignStatus(s);
+    },
+    { validator: (u) => void applyLiveOverrides(s.config, u.overrides) }
+  );
+  setHandler(
+    quarantineTaskUpdate,
+    (u) => {
+      const st = s.stats[u.taskId]!;
+      st.quarantined = u.quarantined;
+      wake();
+      return st;
+    },
+    {
+      validator: (u) => {
+        if (!s.stats[u.taskId]) throw new Error(`unknown task "${u.taskId}" (known: ${Object.keys(s.stats).join(', ')})`);
+        if (u.quarantined && s.tasks.filter((t) => !s.stats[t.id]?.quarantined && t.id !== u.taskId).length === 0) {
+          throw new Error('cannot quarantine the last active task');
+        }
+      },
+    }
+  );
+  setHandler(
+    injectSuccessUpdate,
+    async (u) => {
+      await data.injectSuccess({ campaignId: s.campaignId, taskId: u.taskId, manifestKey: u.manifestKey });
+      const st = s.stats[u.taskId]!;
+      st.poolSize++;
+      return st;
+    },
+    {
+      validator: (u) => {
+        if (!s.stats[u.taskId]) throw new Error(`unknown task "${u.taskId}"`);
+        if (!u.manifestKey.endsWith('manifest.json')) throw new Error('manifestKey must be a trajectory manifest key (…/manifest.json)');
+      },
+    }
+  );
+  setHandler(
+    pinCheckpointUpdate,
+    async (u) => {
+      s.pinnedVersion = u.version;
+      if (u.version !== null) {
+        // Roll every server to the pinned version (a manual rollback) and train on from it.
+        s.policyVersion = u.version;
+        pruneStaleBuffer(s);
+        await rollOut(u.version);
+      }
+      return campaignStatus(s);
+    },
+    {
+      validator: (u) => {
+        if (u.version !== null && (!Number.isInteger(u.version) || u.version < 0 || u.version > s.policyVersion)) {
+          throw new Error(`version must be an existing checkpoint between 0 and ${s.policyVersion}`);
+        }
+      },
+    }
+  );
+
+  // ---- the four moving parts ---------------------------------------------------------------------
+  async function refreshEndpoints(): Promise<void> {
+    endpoints = await data.listPolicyServers({});
+    if (endpoints.length === 0) log.warn('no policy server registered yet; waiting');
+  }
+
+  async function startGroup(plan: GroupPlan): Promise<void> {
+    markGroupStarted(s, plan, Date.now());
+    await startChild(taskGroupWorkflow, {
+      workflowId: plan.groupId,
+      taskQueue: TASK_QUEUES.orchestrator,
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      args: [
+        {
+          campaignId: s.campaignId,
+          parentWorkflowId: wfId,
+          groupId: plan.groupId,
+          task: plan.task.spec,
+          seed: plan.seed,
+          n: plan.n,
+          maxSteps: plan.maxSteps,
+          policy: { kind: s.config.policy.kind === 'vlm' ? 'vlm' : 'server', endpoints: endpoints.map((e) => e.url), temperature: s.config.rollout.temperature, versionHint: s.policyVersion },
+          experiencePool: s.config.curation.experiencePool,
+          poolWanted: plan.poolWanted,
+        },
+      ],
+    });
+  }
+
+  async function rollOut(version: number): Promise<void> {
+    rolloutInFlight = true;
+    await startChild(modelRolloutWorkflow, {
+      workflowId: `${s.campaignId}-rollout-v${version}-${s.runIndex}-${s.trainSteps}`,
+      taskQueue: TASK_QUEUES.orchestrator,
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      args: [
+        {
+          campaignId: s.campaignId,
+          parentWorkflowId: wfId,
+          version,
+          servers: endpoints,
+          servedVersions: s.servedVersions,
+          gate: s.config.campaign.mode === 'sync' ? null : gateFor(),
+        },
+      ],
+    });
+  }
+
+  function gateFor() {
+    const last = s.evals.at(-1);
+    if (!last || s.heldOut.length === 0) return null;
+    return { tasks: s.heldOut.map((t) => t.spec), episodesPerTask: 4, baseline: last.successRate, maxDrop: s.config.eval.gateMinSuccessDrop };
+  }
+
+  function startEval(version: number): void {
+    if (s.heldOut.length === 0) return;
+    evalInFlight = true;
+    s.lastEvalVersion = version;
+    void startChild(evaluateWorkflow, {
+      workflowId: `${s.campaignId}-eval-v${version}-${s.runIndex}-${s.trainSteps}`,
+      taskQueue: TASK_QUEUES.orchestrator,
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      args: [
+        {
+          campaignId: s.campaignId,
+          parentWorkflowId: wfId,
+          version,
+          tasks: s.heldOut.map((t) => t.spec),
+          episodesPerTask: s.config.eval.episodesPerTask,
+          endpoints: endpoints.map((e) => e.url),
+          policyKind: s.config.policy.kind === 'vlm' ? 'vlm' : 'server',
+          atEpisodes: s.episodes,
+          startedAtMs: s.startedAtMs,
+        },
+      ],
+    });
+  }
+
+  async function runTrainStep(minGroups?: number): Promise<TrainStepResult | null> {
+    const batch = selectTrainBatch(s, { minGroups });
+    if (!batch) return null;
+    takeFromBuffer(s, batch);
+    trainInFlight = true;
+    try {
+      const result = await trainer.trainStep({
+        campaignId: s.campaignId,
+        trainStep: s.trainSteps + 1,
+        fromVersion: s.policyVersion,
+        groups: batch.groups,
+        trainer: s.config.trainer,
+        maxStaleness: s.config.curation.maxStaleness,
+        policy: { seed: s.config.policy.seed, width: s.config.policy.width },
+      });
+      s.trainSteps++;
+      s.policyVersion = result.version;
+      pruneStaleBuffer(s);
+      return result;
+    } catch (err) {
+      // A refused step (NaN loss, bad batch) keeps the previous checkpoint; the campaign goes on.
+      log.error('train step failed; keeping the previous checkpoint', { error: String(err) });
+      return null;
+    } finally {
+      trainInFlight = false;
+      wake();
+    }
+  }
+
+  function publish(): void {
+    const st = campaignStatus(s);
+    upsertSearchAttributes([
+      { key: SEARCH_ATTRIBUTES.campaignId, value: s.campaignId },
+      { key: SEARCH_ATTRIBUTES.policyVersion, value: s.policyVersion },
+      { key: SEARCH_ATTRIBUTES.successRate, value: st.lastEval?.successRate ?? st.recentSuccessRate },
+      { key: SEARCH_ATTRIBUTES.state, value: st.phase },
+    ]);
+    setCurrentDetails(
+      [
+        `**Campaign** \`${s.campaignId}\` (${s.config.campaign.mode}) — **${st.phase}**`,
+        `- policy version **v${s.policyVersion}**, served: ${Object.entries(s.servedVersions).map(([k, v]) => `${k}=v${v}`).join(', ') || '—'}`,
+        `- episodes ${s.episodes}, train steps ${s.trainSteps}/${s.config.campaign.maxTrainSteps}, groups in flight ${st.groupsInFlight}, buffered ${st.bufferedGroups}`,
+        `- recent rollout success ${(st.recentSuccessRate * 100).toFixed(1)}%, held-out ${st.lastEval ? `${(st.lastEval.successRate * 100).toFixed(1)}% @v${st.lastEval.version}` : '—'}`,
+        `- infra failures ${s.infraFailures} (never recorded as reward)`,
+      ].join('\n')
+    );
+  }
+
+  // ---- main loop -------------------------------------------------------------------------------------
+  await refreshEndpoints();
+  if (s.runIndex === 0 && s.policyVersion === 0 && Object.keys(s.servedVersions).length === 0) {
+    await rollOut(0);
+    await condition(() => !rolloutInFlight, '10 minutes');
+  }
+  if (s.evals.length === 0 && s.runIndex === 0) startEval(s.policyVersion);
+  let iterations = 0;
+  const syncMode = s.config.campaign.mode === 'sync';
+
+  while (!shouldStop(s)) {
+    iterations++;
+    publish();
+    if (s.paused) {
+      await condition(() => !s.paused || s.stopRequested);
+      continue;
+    }
+    if (endpoints.length === 0) {
+      await refreshEndpoints();
+      if (endpoints.length === 0) {
+        await condition(() => s.stopRequested, '5 seconds');
+        continue;
+      }
+    }
+
+    if (syncMode) {
+      // Coupled baseline: a batch of maxGroups groups, barrier, train, sync every server, repeat.
+      for (let i = 0; i < s.config.trainer.maxGroups; i++) {
+        const plan = planNextGroup(s);
+        if (plan) await startGroup(plan);
+        else await condition(() => Object.keys(s.inFlight).length === 0 || planNextGroup(s) !== null);
+        if (!plan) i--;
+      }
+      await condition(() => Object.keys(s.inFlight).length === 0);
+      const result = await runTrainStep(1);
+      if (result) {
+        await rollOut(result.version);
+        await condition(() => !rolloutInFlight);
+        if (result.version - Math.max(0, s.lastEvalVersion) >= s.config.eval.everyVersions) startEval(result.version);
+      }
+    } else {
+      // Rollout-wise: fill env capacity, then train whenever enough eligible groups are buffered.
+      let plan = planNextGroup(s);
+      while (plan) {
+        await startGroup(plan);
+        plan = planNextGroup(s);
+      }
+      if (!trainInFlight && !rolloutInFlight) {
+        const batch = selectTrainBatch(s);
+        if (batch) {
+          void runTrainStep().then(async (result) => {
+            if (!result) return;
+            await rollOut(result.version);
+            if (!evalInFlight && result.version - Math.max(0, s.lastEvalVersion) >= s.config.eval.everyVersions) startEval(result.version);
+          });
+        }
+      }
+      dirty = false;
+      await condition(() => dirty, '30 seconds');
+    }
+
+    const canSuggested = workflowInfo().continueAsNewSuggested || (input.continueAsNewAfterIterations !== undefined && iterations >= input.continueAsNewAfterIterations);
+    if (canSuggested && !trainInFlight && !rolloutInFlight) {
+      // Children (task groups, evals) run on and signal the next run by workflow id; only the train step
+      // must be idle, since an activity does not survive continue-as-new.
+      await condition(allHandlersFinished);
+      if (!trainInFlight && !rolloutInFlight) {
+        publish();
+        return continueAsNew<typeof campaignWorkflow>({ config: s.config, state: s, continueAsNewAfterIterations: input.continueAsNewAfterIterations });
+      }
+    }
+  }
+
+  // ---- drain: wait for in-flight work so nothing is lost, then a final evaluation ---------------------
+  s.phase = 'draining';
+  publish();
+  await condition(() => !trainInFlight && !rolloutInFlight && Object.keys(s.inFlight).length === 0, '30 minutes');
+  if (s.lastEvalVersion !== s.policyVersion || evalInFlight) {
+    if (!evalInFlight) startEval(s.policyVersion);
+    await condition(() => !evalInFlight, '30 minutes');
+  }
+  s.phase = 'completed';
+  publish();
+  await condition(allHandlersFinished);
+  if (s.evals.length === 0 && s.heldOut.length > 0) throw ApplicationFailure.nonRetryable('campaign finished without any evaluation');
+  return {
+    campaignId: s.campaignId,
+    policyVersion: s.policyVersion,
+    episodes: s.episodes,
+    trainSteps: s.trainSteps,
+    finalEval: s.evals.at(-1) ?? null,
+    evals: s.evals,
+    infraFailures: s.infraFailures,
+    wallMs: Date.now() - s.startedAtMs,
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * evaluateWorkflow — greedy evaluation of the served policy on held-out seeds of each task (learning
+ * curves). Reports an EvalPoint to the campaign (by workflow id) and records it in MinIO.
+ */
+import { getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { createCampaignDataActivities } from '../activities/data/campaign-data';
+import type { EnvActivities } from '../activities/env/run-episode';
+import type { EvalPoint } from '../schemas/campaign';
+import { TASK_QUEUES } from '../schemas/task-queues';
+import { evalFinishedSignal } from './messages';
+
+export interface EvaluateInput {
+  campaignId: string;
+  parentWorkflowId?: string;
+  version: number;
+  tasks: Array<{ id: string; family?: unknown; seeds?: unknown } & Record<string, unknown>>;
+  episodesPerTask: number;
+  endpoints: string[];
+  policyKind: string;
+  atEpisodes: number;
+  startedAtMs: number;
+  /** Record the point in MinIO (learning curve); the rollout gate's quick checks are not recorded. */
+  record?: boolean;
+}
+
+const { runEpisode } = proxyActivities<EnvActivities>({
+  taskQueue: TASK_QUEUES.env,
+  startToCloseTimeout: '15 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes: ['TaskConfigError', 'InvalidEpisodeInput'] },
+});
+const data = proxyActivities<ReturnType<typeof createCampaignDataActivities>>({
+  taskQueue: TASK_QUEUES.orchestrator,
+  startToCloseTimeout: '1 minute',
+  retry: { maximumAttempts: 10 },
+});
+
+/** Evenly spread held-out seeds of a task (same seeds for every version: comparable curve points). */
+export function heldOutSeeds(task: EvaluateInput['tasks'][number], count: number): number[] {
+  const range = (task.seeds as { heldOut?: { from: number; to: number } } | undefined)?.heldOut ?? { from: 1_000_000, to: 1_010_000 };
+  const span = range.to - range.from;
+  const n = Math.min(count, span);
+  return Array.from({ length: n }, (_, i) => range.from + Math.floor((i * span) / n));
+}
+
+export async function evaluateWorkflow(input: EvaluateInput): Promise<EvalPoint> {
+  const evalId = workflowInfo().workflowId;
+  const jobs = input.tasks.flatMap((task) =>
+    heldOutSeeds(task, input.episodesPerTask).map((seed, i) => ({ task, seed, i }))
+  );
+  const results = await Promise.allSettled(
+    jobs.map(({ task, seed, i }) =>
+      runEpisode({
+        campaignId: `${input.campaignId}.eval`,
+        groupId: `${evalId}-${task.id}`.slice(-180),
+        trajectoryId: `${evalId}-${task.id}-${i}`.slice(-190),
+        task,
+        seed,
+        policy: { kind: input.policyKind, endpoints: input.endpoints, versionHint: input.version, temperature: 0, options: { greedy: true } },
+        source: 'rollout',
+      })
+    )
+  );
+  const perTask: Record<string, { ok: number; n: number }> = {};
+  let ok = 0;
+  let n = 0;
+  results.forEach((r, idx) => {
+    const job = jobs[idx]!;
+    const family = typeof job.task.family === 'string' ? job.task.family : job.task.id;
+    if (r.status !== 'fulfilled' || r.value.reward === null) return; // infra failure: not a data point
+    const t = (perTask[family] ??= { ok: 0, n: 0 });
+    t.n++;
+    n++;
+    if (r.value.reward > 0) {
+      t.ok++;
+      ok++;
+    }
+  });
+  const point: EvalPoint = {
+    version: input.version,
+    successRate: n === 0 ? 0 : ok / n,
+    episodes: n,
+    atEpisodes: input.atEpisodes,
+    atMs: Date.now() - input.startedAtMs,
+    perFamily: Object.fromEntries(Object.entries(perTask).map(([k, v]) => [k, v.n === 0 ? 0 : v.ok / v.n])),
+  };
+  if (input.record !== false) await data.recordEvalPoint({ campaignId: input.campaignId, point });
+  if (input.parentWorkflowId) {
+    try {
+      await getExternalWorkflowHandle(input.parentWorkflowId).signal(evalFinishedSignal, point);
+    } catch (err) {
+      log.warn('campaign not reachable for the eval result', { error: String(err) });
+    }
+  }
+  return point;
+}

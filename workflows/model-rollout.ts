@@ -1,0 +1,105 @@
+/**
+ * modelRolloutWorkflow — worker-wise model sync (DART §1.5): reload one policy server at a time, canary
+ * first; the canary must load and pass a quick greedy evaluation gate before the others follow; a failed
+ * load or gate rolls every updated server back to the version it served before. Other servers keep
+ * serving throughout, so sampling never stops.
+ */
+import { executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { PolicyEndpoint } from '../schemas/campaign';
+import { policyQueue } from '../schemas/task-queues';
+import { evaluateWorkflow, type EvaluateInput } from './evaluate';
+import { modelRolledOutSignal } from './messages';
+
+/** What each policy server's worker exposes on its own queue `policy-<serverId>`. */
+export interface PolicyServerActivities {
+  reloadPolicy(input: { campaignId: string; version: number }): Promise<{ serverId: string; version: number; loadMs: number }>;
+}
+
+export interface ModelRolloutInput {
+  campaignId: string;
+  parentWorkflowId?: string;
+  version: number;
+  servers: PolicyEndpoint[];
+  /** serverId → version served before this rollout (the rollback target). */
+  servedVersions: Record<string, number>;
+  gate: { tasks: EvaluateInput['tasks']; episodesPerTask: number; baseline: number; maxDrop: number } | null;
+}
+
+export interface ModelRolloutResult {
+  version: number;
+  ok: boolean;
+  servedVersions: Record<string, number>;
+  reason?: string;
+}
+
+function reloaderFor(serverId: string) {
+  return proxyActivities<PolicyServerActivities>({
+    taskQueue: policyQueue(serverId),
+    // Loading is seconds; a dead server must not block the rollout forever.
+    scheduleToStartTimeout: '2 minutes',
+    startToCloseTimeout: '5 minutes',
+    retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 3, nonRetryableErrorTypes: ['CheckpointRejectedError'] },
+  }).reloadPolicy;
+}
+
+export async function modelRolloutWorkflow(input: ModelRolloutInput): Promise<ModelRolloutResult> {
+  const served = { ...input.servedVersions };
+  const updated: PolicyEndpoint[] = [];
+  let result: ModelRolloutResult = { version: input.version, ok: true, servedVersions: served };
+
+  async function rollback(reason: string): Promise<void> {
+    for (const server of updated) {
+      const previous = input.servedVersions[server.serverId];
+      if (previous === undefined) continue;
+      try {
+        await reloaderFor(server.serverId)({ campaignId: input.campaignId, version: previous });
+        served[server.serverId] = previous;
+      } catch (err) {
+        log.error('rollback failed on a server', { serverId: server.serverId, error: String(err) });
+      }
+    }
+    result = { version: input.version, ok: false, servedVersions: served, reason };
+  }
+
+  for (const [i, server] of input.servers.entries()) {
+    try {
+      await reloaderFor(server.serverId)({ campaignId: input.campaignId, version: input.version });
+    } catch (err) {
+      await rollback(`server ${server.serverId} failed to load v${input.version}: ${String(err)}`);
+      break;
+    }
+    served[server.serverId] = input.version;
+    updated.push(server);
+    if (i === 0 && input.gate) {
+      // Quick evaluation gate on the canary alone.
+      const point = await executeChild(evaluateWorkflow, {
+        workflowId: `${workflowInfo().workflowId}-gate`,
+        args: [
+          {
+            campaignId: input.campaignId,
+            version: input.version,
+            tasks: input.gate.tasks,
+            episodesPerTask: input.gate.episodesPerTask,
+            endpoints: [server.url],
+            policyKind: 'server',
+            atEpisodes: 0,
+            startedAtMs: 0,
+            record: false,
+          },
+        ],
+      });
+      if (point.episodes > 0 && point.successRate < input.gate.baseline - input.gate.maxDrop) {
+        await rollback(`canary gate failed: success ${point.successRate.toFixed(2)} < baseline ${input.gate.baseline.toFixed(2)} − ${input.gate.maxDrop}`);
+        break;
+      }
+    }
+  }
+  if (input.parentWorkflowId) {
+    try {
+      await getExternalWorkflowHandle(input.parentWorkflowId).signal(modelRolledOutSignal, result);
+    } catch (err) {
+      log.warn('campaign not reachable for the rollout result', { error: String(err) });
+    }
+  }
+  return result;
+}
