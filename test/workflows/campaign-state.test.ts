@@ -1,0 +1,98 @@
+/** The campaign's pure scheduling and curation state (workflows/logic), without Temporal. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseCampaignConfig } from '../../config/load';
+import type { GroupSummary, TrajectorySummary } from '../../schemas/campaign';
+import {
+  episodesInFlight,
+  initialCampaignState,
+  markGroupStarted,
+  planNextGroup,
+  pruneStaleBuffer,
+  recordGroup,
+  rolloutPlanFor,
+  selectTrainBatch,
+  takeFromBuffer,
+  type TaskRef,
+} from '../../workflows/logic/campaign-state';
+import { applyLiveOverrides } from '../../workflows/logic/live-config';
+
+const task = (id: string): TaskRef => ({ id, family: id, spec: { id }, trainSeeds: { from: 0, to: 1000 }, maxSteps: 4 });
+
+function state(overrides: Record<string, unknown> = {}) {
+  const config = parseCampaignConfig({ rollout: { envConcurrency: 16 }, trainer: { minGroups: 2, maxGroups: 3 }, ...overrides });
+  return initialCampaignState({ campaignId: 'c', config, tasks: [task('a'), task('b')], heldOut: [], startedAtMs: 0, initialVersion: 0 });
+}
+
+function summary(groupId: string, taskId: string, rewards: Array<number | null>, version = 0): GroupSummary {
+  const trajectories: TrajectorySummary[] = rewards.map((r, i) => ({
+    trajectoryId: `${groupId}-e${i}`,
+    manifestKey: `m/${groupId}-e${i}`,
+    taskId,
+    groupId,
+    reward: r,
+    status: r === null ? 'env_error' : 'ok',
+    numSteps: 1,
+    minPolicyVersion: version,
+    maxPolicyVersion: version,
+    injectedFromPool: false,
+  }));
+  return { groupId, taskId, seed: 1, requested: rewards.length, maxSteps: 4, trajectories, infraFailures: 0, startedAt: 0, endedAt: 1 };
+}
+
+test('rollout-wise scheduling fills env capacity with groups and stops at the limit', () => {
+  const s = state();
+  const started: string[] = [];
+  for (let plan = planNextGroup(s); plan; plan = planNextGroup(s)) {
+    markGroupStarted(s, plan, 0);
+    started.push(plan.task.id);
+  }
+  // New tasks get n = nMax = 8, so 16 slots hold two groups, alternating tasks.
+  assert.deepEqual(started, ['a', 'b']);
+  assert.equal(episodesInFlight(s), 16);
+  // When one ends, the next starts at once (no batch barrier).
+  assert.ok(recordGroup(s, summary('c-g000000', 'a', [1, 0, 0, 0, 0, 0, 0, 0]), 0));
+  assert.equal(planNextGroup(s)?.task.id, 'a');
+  assert.equal(recordGroup(s, summary('c-g000000', 'a', [1]), 0), false, 'a duplicate report is ignored');
+});
+
+test('dynamic rollout number and max steps follow the task history (DART §4.6, §4.7)', () => {
+  const s = state();
+  const plan = planNextGroup(s)!;
+  markGroupStarted(s, plan, 0);
+  assert.deepEqual(rolloutPlanFor(s, task('a')), { n: 8, maxSteps: 4 });
+  // 8 of 8 successes in 2 steps: sr = 1 → n = 2; max steps = longest success = 1 step here.
+  recordGroup(s, summary(plan.groupId, 'a', [1, 1, 1, 1, 1, 1, 1, 1]), 0);
+  assert.deepEqual(rolloutPlanFor(s, task('a')), { n: 2, maxSteps: 1 });
+  const off = state({ rollout: { dynamicRollout: false, dynamicMaxSteps: false, envConcurrency: 16 } });
+  assert.deepEqual(rolloutPlanFor(off, task('a')), { n: 8, maxSteps: 4 });
+});
+
+test('train batches: eligible groups only, each trajectory taken once, stale data dropped', () => {
+  const s = state();
+  for (let i = 0; i < 4; i++) markGroupStarted(s, planNextGroup(s) ?? { groupId: `c-g00000${i}`, task: task('a'), seed: 1, n: 2, maxSteps: 4, poolWanted: 0 }, 0);
+  recordGroup(s, summary('c-g000000', 'a', [1, 0, 0, 1]), 0);
+  recordGroup(s, summary('c-g000001', 'b', [1, 1, 1, 1]), 0); // all success: zero advantage, skipped
+  assert.equal(selectTrainBatch(s), null, 'one eligible group < minGroups 2');
+  recordGroup(s, summary('c-g000002', 'a', [0, 0, null, 1]), 0); // the infra failure is not a reward
+  const batch = selectTrainBatch(s)!;
+  assert.deepEqual(batch.groups.map((g) => g.groupId), ['c-g000000', 'c-g000002']);
+  assert.equal(batch.groups[1]!.trajectories.length, 3);
+  takeFromBuffer(s, batch);
+  assert.equal(s.buffer.length, 0);
+  assert.equal(selectTrainBatch(s), null, 'nothing is trained twice');
+  // A later version makes old data stale: maxStaleness 1 keeps v ≥ policyVersion − 1.
+  recordGroup(s, summary('c-g000003', 'a', [1, 0], 0), 0);
+  s.policyVersion = 2;
+  assert.equal(pruneStaleBuffer(s), 1);
+});
+
+test('setConfig accepts live fields with valid values and names the problem otherwise', () => {
+  const s = state();
+  const next = applyLiveOverrides(s.config, { 'trainer.learningRate': 0.001, 'rollout.envConcurrency': 8 });
+  assert.equal(next.trainer.learningRate, 0.001);
+  assert.equal(next.rollout.envConcurrency, 8);
+  assert.throws(() => applyLiveOverrides(s.config, { 'policy.width': 2 }), /cannot be changed on a running campaign/);
+  assert.throws(() => applyLiveOverrides(s.config, { 'trainer.learningRate': -1 }), /setConfig trainer\.learningRate: Too small/);
+  assert.throws(() => applyLiveOverrides(s.config, {}), /at least one/);
+});
