@@ -1,0 +1,234 @@
+/**
+ * The runEpisode activity (task queue `env`): acquire an env slot → reset → loop {observe → act →
+ * execute} until done or maxSteps → evaluate → write screenshots, steps.jsonl and manifest.json →
+ * release the slot, in every case (also on failure and cancellation).
+ *
+ * Built by a factory over injected dependencies (pool, store, policy factories) so tests and the
+ * worker wire real or fake parts alike. Failures leave as typed ApplicationFailures (failures.ts);
+ * a failed attempt's manifest has status env_error/policy_error/cancelled and reward null, never 0.
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import type { ObjectRef, StepRecord, TrajectoryManifest } from '../../schemas/records';
+import { StepRecordSchema, TrajectoryManifestSchema } from '../../schemas/records';
+import { keys } from '../../storage/keys';
+import { sha256Hex, type ObjectStore } from '../../storage/object-store';
+import { EnvError } from '../../envs/errors';
+import { StorageUnavailableError } from '../../storage/errors';
+import { TaskConfigError } from '../../tasks/errors';
+import type { EnvPool, GuiEnv, Observation } from '../../envs/types';
+import { parseTaskSpec } from '../../tasks/loader';
+import type { TaskSpec } from '../../tasks/schema';
+import { failureStatus, toActivityFailure } from './failures';
+import { RunEpisodeInputSchema, type EpisodeHeartbeat, type RunEpisodeInput, type RunEpisodeParsed, type RunEpisodeResult } from './input';
+import { PolicyUnavailableError, type EpisodePolicy, type PolicyDecision, type PolicyFactory, type PolicyHistoryItem } from './policy';
+
+export interface EnvActivityDeps {
+  pool: EnvPool;
+  store: ObjectStore;
+  /** Policy factories by kind (input.policy.kind): 'oracle', 'random', and whatever the policy client adds. */
+  policies: Record<string, PolicyFactory>;
+  now?: () => number;
+}
+
+/** What the activity needs from Temporal's Context; tests pass their own. */
+export interface EpisodeHooks {
+  heartbeat(details: EpisodeHeartbeat): void;
+  signal?: AbortSignal;
+  attempt: number;
+}
+
+function temporalHooks(): EpisodeHooks {
+  const ctx = Context.current();
+  return { heartbeat: (d) => ctx.heartbeat(d), signal: ctx.cancellationSignal, attempt: ctx.info.attempt };
+}
+
+/** FNV-1a: per-step sampling seeds differ between episodes of one GRPO group (same task seed). */
+function stepSeed(trajectoryId: string, step: number, attempt: number): number {
+  let h = 0x811c9dc5;
+  for (const ch of `${trajectoryId}:${step}:${attempt}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193);
+  return h >>> 0;
+}
+
+function throwIfCancelled(signal: AbortSignal | undefined): void {
+  if (!signal?.aborted) return;
+  const reason: unknown = signal.reason;
+  throw reason instanceof CancelledFailure ? reason : new CancelledFailure('episode cancelled');
+}
+
+function validate(raw: unknown): { input: RunEpisodeParsed; task: TaskSpec } {
+  const parsed = RunEpisodeInputSchema.safeParse(raw);
+  if (!parsed.success) {
+    const msg = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw ApplicationFailure.create({ type: 'InvalidEpisodeInput', message: `invalid runEpisode input: ${msg}`, nonRetryable: true });
+  }
+  try {
+    return { input: parsed.data, task: parseTaskSpec(parsed.data.task, `task of trajectory ${parsed.data.trajectoryId}`) };
+  } catch (err) {
+    throw toActivityFailure(err);
+  }
+}
+
+export async function runEpisodeCore(deps: EnvActivityDeps, raw: RunEpisodeInput, hooks: EpisodeHooks): Promise<RunEpisodeResult> {
+  const now = deps.now ?? Date.now;
+  const { input, task } = validate(raw);
+  const factory = deps.policies[input.policy.kind];
+  if (!factory) {
+    throw ApplicationFailure.create({
+      type: 'InvalidEpisodeInput',
+      message: `unknown policy kind "${input.policy.kind}" (this worker has: ${Object.keys(deps.policies).join(', ')})`,
+      nonRetryable: true,
+    });
+  }
+  const maxSteps = input.maxSteps ?? task.maxSteps;
+  const { campaignId, trajectoryId } = input;
+  const manifestKey = keys.trajectoryManifest(campaignId, trajectoryId);
+  const stepsKey = keys.trajectorySteps(campaignId, trajectoryId);
+
+  let env: GuiEnv;
+  try {
+    env = await deps.pool.acquire(hooks.signal);
+  } catch (err) {
+    throwIfCancelled(hooks.signal);
+    throw toActivityFailure(err);
+  }
+
+  const steps: StepRecord[] = [];
+  const uploads: Promise<ObjectRef>[] = [];
+  let instruction = '';
+  let fields: string[] = [];
+  let policy: EpisodePolicy | undefined;
+  let broken = false;
+
+  const writeTrajectory = async (status: TrajectoryManifest['status'], reward: number | null, error?: string) => {
+    await Promise.all(uploads);
+    const stepsRef = await deps.store.putJsonLines(stepsKey, steps, StepRecordSchema);
+    const versions = steps.map((s) => s.policyVersion);
+    const manifest: TrajectoryManifest = {
+      schemaVersion: 1,
+      trajectoryId,
+      campaignId,
+      taskId: task.id,
+      groupId: input.groupId,
+      seed: input.seed,
+      instruction,
+      fields,
+      reward,
+      status,
+      numSteps: steps.length,
+      maxSteps,
+      minPolicyVersion: versions.length ? Math.min(...versions) : (input.policy.versionHint ?? 0),
+      maxPolicyVersion: versions.length ? Math.max(...versions) : (input.policy.versionHint ?? 0),
+      stepsKey,
+      stepsSha256: stepsRef.sha256,
+      source: input.source,
+      envKind: env.kind,
+      createdAt: now(),
+      ...(error ? { error: error.slice(0, 2000) } : {}),
+    };
+    await deps.store.putJson(manifestKey, manifest, TrajectoryManifestSchema);
+    return manifest;
+  };
+
+  try {
+    hooks.heartbeat({ trajectoryId, step: 0 });
+    const reset = await env.reset(task, input.seed);
+    instruction = reset.instruction;
+    fields = [...reset.fields];
+    policy = await factory({
+      env,
+      task,
+      seed: input.seed,
+      endpoints: input.policy.endpoints,
+      ...(input.policy.versionHint !== undefined ? { versionHint: input.policy.versionHint } : {}),
+      options: input.policy.options,
+    });
+    let obs: Observation = reset.observation;
+    const history: PolicyHistoryItem[] = [];
+    for (let step = 0; step < maxSteps; step++) {
+      throwIfCancelled(hooks.signal);
+      hooks.heartbeat({ trajectoryId, step });
+      const startedAt = now();
+      // Screenshot upload runs alongside acting; content addressing makes a group's shared first frame one object.
+      const observationKey = keys.screenshot(sha256Hex(obs.png));
+      uploads.push(deps.store.putScreenshot(obs.png));
+      let decision: PolicyDecision;
+      try {
+        decision = await policy.act(
+          { png: obs.png, width: obs.width, height: obs.height, instruction, fields: reset.fields, step, history: [...history] },
+          { seed: stepSeed(trajectoryId, step, hooks.attempt), temperature: input.policy.temperature }
+        );
+      } catch (err) {
+        if (err instanceof EnvError || err instanceof PolicyUnavailableError) throw err;
+        throw new PolicyUnavailableError(`policy "${input.policy.kind}" failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      // A malformed model output is a failed step, not an error: the episode goes on by the task's rules.
+      const res = decision.action
+        ? await env.step(decision.action)
+        : { done: false, actionOk: false, error: decision.parseError ?? 'unparseable action' };
+      steps.push({
+        schemaVersion: 1,
+        trajectoryId,
+        step,
+        observationKey,
+        observationSize: { width: obs.width, height: obs.height },
+        action: decision.action,
+        actionText: decision.actionText.slice(0, 20_000),
+        ...(decision.actionIndex !== undefined ? { actionIndex: decision.actionIndex } : {}),
+        ...(decision.parseError !== undefined ? { parseError: decision.parseError } : {}),
+        behaviourLogProb: decision.logProb,
+        ...(decision.tokenLogProbs ? { tokenLogProbs: decision.tokenLogProbs } : {}),
+        entropy: decision.entropy,
+        policyVersion: decision.policyVersion,
+        ...(decision.policyServer ? { policyServer: decision.policyServer } : {}),
+        actionOk: res.actionOk,
+        startedAt,
+        endedAt: now(),
+      });
+      history.push({ step, action: decision.action, actionText: decision.actionText, actionOk: res.actionOk });
+      if (res.done) break;
+      obs = await env.observe();
+    }
+    const ev = await env.evaluate();
+    const manifest = await writeTrajectory('ok', ev.reward);
+    return {
+      trajectoryId,
+      taskId: task.id,
+      seed: input.seed,
+      manifestKey,
+      reward: manifest.reward,
+      status: manifest.status,
+      numSteps: manifest.numSteps,
+      minPolicyVersion: manifest.minPolicyVersion,
+      maxPolicyVersion: manifest.maxPolicyVersion,
+      envKind: env.kind,
+    };
+  } catch (err) {
+    // Only env-side trouble (or the unknown) condemns the env; a policy, storage or task problem does not.
+    broken = !(
+      err instanceof CancelledFailure ||
+      err instanceof PolicyUnavailableError ||
+      err instanceof StorageUnavailableError ||
+      err instanceof TaskConfigError
+    );
+    // Best effort: a record of the failed attempt (reward null) helps debugging; a retry overwrites it.
+    await writeTrajectory(failureStatus(err), null, err instanceof Error ? err.message : String(err)).catch(() => undefined);
+    throw toActivityFailure(err);
+  } finally {
+    await policy?.close?.().catch(() => undefined);
+    await deps.pool.release(env, { broken });
+  }
+}
+
+export interface EnvActivities {
+  runEpisode(input: RunEpisodeInput): Promise<RunEpisodeResult>;
+}
+
+/** Activities of the env worker (Temporal's dependency-injection pattern: `activities: createEnvActivities(deps)`). */
+export function createEnvActivities(deps: EnvActivityDeps): EnvActivities {
+  return {
+    async runEpisode(input: RunEpisodeInput): Promise<RunEpisodeResult> {
+      return runEpisodeCore(deps, input, temporalHooks());
+    },
+  };
+}

@@ -1,0 +1,82 @@
+/**
+ * The env worker: a Temporal worker on task queue `env` with a fixed number of env slots, running
+ * runEpisode activities. Activity concurrency equals the slot count, so an accepted task always gets
+ * an env promptly and excess work stays in Temporal's queue where other env workers can take it.
+ *
+ *   npx tsx workers/env-worker.ts      (DARTFLOW_ENV_KIND=browser|simulated|remote, DARTFLOW_ENV_SLOTS=4)
+ */
+import { Worker } from '@temporalio/worker';
+import { builtinPolicies } from '../activities/env/policies';
+import { createEnvActivities } from '../activities/env/run-episode';
+import type { PolicyFactory } from '../activities/env/policy';
+import { createEnvPool, envPoolConfigFromEnv, type EnvPoolConfig } from '../envs/pool-factory';
+import type { EnvPool } from '../envs/types';
+import { loadInfraSettings, type InfraSettings } from '../infra/settings';
+import { connectWorker } from '../infra/temporal-connection';
+import { ObjectStore } from '../storage/object-store';
+
+export const ENV_TASK_QUEUE = 'env';
+
+export interface EnvWorkerOptions {
+  settings?: InfraSettings;
+  taskQueue?: string;
+  pool?: EnvPool;
+  poolConfig?: EnvPoolConfig;
+  store?: ObjectStore;
+  /** Extra policy kinds (e.g. the ONNX / UI-TARS policy clients) next to oracle and random. */
+  policies?: Record<string, PolicyFactory>;
+}
+
+export interface EnvWorkerHandle {
+  worker: Worker;
+  pool: EnvPool;
+  store: ObjectStore;
+  /** Runs until shutdown; then closes the pool (and its browser). */
+  run(): Promise<void>;
+  shutdown(): void;
+}
+
+export async function createEnvWorker(opts: EnvWorkerOptions = {}): Promise<EnvWorkerHandle> {
+  const settings = opts.settings ?? loadInfraSettings();
+  const store = opts.store ?? ObjectStore.fromSettings(settings);
+  await store.ensureBucket();
+  const pool = opts.pool ?? createEnvPool(opts.poolConfig ?? envPoolConfigFromEnv());
+  const connection = await connectWorker(settings);
+  const worker = await Worker.create({
+    connection,
+    namespace: settings.temporal.namespace,
+    taskQueue: opts.taskQueue ?? ENV_TASK_QUEUE,
+    activities: createEnvActivities({ pool, store, policies: { ...builtinPolicies(), ...opts.policies } }),
+    maxConcurrentActivityTaskExecutions: pool.slots,
+  });
+  return {
+    worker,
+    pool,
+    store,
+    async run() {
+      try {
+        await worker.run();
+      } finally {
+        await pool.close();
+        await connection.close();
+      }
+    },
+    shutdown: () => worker.shutdown(),
+  };
+}
+
+async function main(): Promise<void> {
+  const handle = await createEnvWorker();
+  const s = handle.pool.stats();
+  console.log(`[env-worker] ${s.slots} ${s.kind} env slots on task queue "${ENV_TASK_QUEUE}"`);
+  process.once('SIGINT', () => handle.shutdown());
+  process.once('SIGTERM', () => handle.shutdown());
+  await handle.run();
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(`[env-worker] ${err instanceof Error ? err.stack : String(err)}`);
+    process.exit(1);
+  });
+}
