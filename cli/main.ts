@@ -1,16 +1,263 @@
-/** `dartflow <command>`: the command-line interface. Grows with the campaign issue (workers, campaign, eval). */
+/**
+ * `dartflow <command>` — the command-line interface (bin in package.json). Every command talks to the
+ * servers named by the environment (README "Configuration"): a local dev setup or a cluster.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createCampaignDataActivities } from '../activities/data/campaign-data';
+import { CampaignHandle, DartflowClient } from '../client/dartflow-client';
+import { loadCampaignConfig } from '../config/load';
 import { infraCommand } from '../infra/cli';
+import { loadInfraSettings, PROJECT_ROOT } from '../infra/settings';
+import type { CampaignStatus } from '../schemas/campaign';
+import { TASK_QUEUES } from '../schemas/task-queues';
+import { ObjectStore } from '../storage/object-store';
+import { loadSuite } from '../tasks/loader';
+import { evaluateWorkflow, precollectWorkflow } from '../workflows';
+import { readLineage } from './lineage';
+import { ROLES, startLocalWorkers, type Role } from './local-workers';
+import { bar, StatusLine } from './progress';
 
-const USAGE = `usage: dartflow <command>
-  infra up        install (if missing) nothing; start the local Temporal dev server and MinIO, or check external ones
-  infra down      stop the servers dartflow started (by recorded PID)
-  infra status    show endpoints and health`;
+const USAGE = `usage: dartflow <command> [options]
+
+infrastructure
+  infra up | down | status           start (or reuse) / stop / show the local Temporal dev server and MinIO
+  workers [--roles r1,r2] [--env-workers N] [--env-slots N] [--env-kind browser|simulated] [--policy-servers M]
+                                     run roles (orchestrator, env, trainer, policy) here as child processes
+  env-server [--port P] [--slots N]  serve browser envs over the remote env protocol (docs/env-protocol.openapi.yaml)
+
+campaigns
+  campaign start [--config FILE] [--set section.field=value ...] [--watch]
+  campaign status ID | watch ID | pause ID | resume ID | stop ID
+  campaign set ID section.field=value ...      live-tunable fields (rejected with a reason otherwise)
+  campaign quarantine ID TASK [--off]          stop / resume sampling a task
+  campaign pin ID VERSION|none                 serve and train from an earlier checkpoint (rollback)
+  campaign list [--query "DartflowState = 'running'"]
+  campaign lineage ID                          checkpoint chain and ledger (which step consumed what)
+  precollect ID --suite S [--k 2] [--attempts 64] [--policy embedded|oracle] [--temperature 1.5]
+  eval ID --suite S [--episodes 20] [--version N]`;
+
+function fmtStatus(s: CampaignStatus): string {
+  const ev = s.lastEval ? `${(s.lastEval.successRate * 100).toFixed(1)}% @v${s.lastEval.version}` : '—';
+  return `${s.campaignId} [${s.phase}] v${s.policyVersion} | episodes ${s.episodes} | train steps ${s.trainSteps} | rollout success ${(s.recentSuccessRate * 100).toFixed(1)}% | held-out ${ev} | in flight ${s.episodesInFlight} eps / ${s.groupsInFlight} groups | buffered ${s.bufferedGroups} | infra failures ${s.infraFailures}`;
+}
+
+/** Live view until the campaign completes: success, version, throughput (episodes/min). */
+export async function watchCampaign(handle: CampaignHandle, opts: { maxTrainSteps?: number; target?: number } = {}): Promise<void> {
+  const line = new StatusLine();
+  let prev: { episodes: number; at: number } | undefined;
+  let rate = 0;
+  for (;;) {
+    let s: CampaignStatus;
+    try {
+      s = await handle.status();
+    } catch {
+      const desc = await handle.handle.describe();
+      if (desc.status.name !== 'RUNNING') {
+        line.done(`campaign ${handle.campaignId}: ${desc.status.name}`);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+      continue;
+    }
+    const now = Date.now();
+    if (prev && now > prev.at) rate = ((s.episodes - prev.episodes) / (now - prev.at)) * 60_000;
+    prev = { episodes: s.episodes, at: now };
+    const progress = opts.maxTrainSteps ? s.trainSteps / opts.maxTrainSteps : 0;
+    line.update(`${bar(opts.target && s.lastEval ? s.lastEval.successRate / opts.target : progress)} ${fmtStatus(s)} | ${rate.toFixed(0)} eps/min`);
+    if (s.phase === 'completed' || s.phase === 'failed') {
+      line.done(fmtStatus(s));
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+function parseOverrides(items: string[]): Record<string, number | boolean | string> {
+  const out: Record<string, number | boolean | string> = {};
+  for (const item of items) {
+    const eq = item.indexOf('=');
+    if (eq <= 0) throw new Error(`"${item}": expected section.field=value`);
+    const raw = item.slice(eq + 1);
+    out[item.slice(0, eq)] = raw === 'true' ? true : raw === 'false' ? false : Number.isFinite(Number(raw)) && raw !== '' ? Number(raw) : raw;
+  }
+  return out;
+}
+
+async function campaignCommand(args: string[]): Promise<void> {
+  const [sub, id, ...rest] = args;
+  const client = await DartflowClient.connect();
+  try {
+    switch (sub) {
+      case 'start': {
+        const { values } = parseArgs({
+          args: args.slice(1),
+          options: { config: { type: 'string' }, set: { type: 'string', multiple: true }, watch: { type: 'boolean' } },
+        });
+        const cfg = loadCampaignConfig(values.config, values.set ?? []);
+        const handle = await client.startCampaign(cfg);
+        console.log(`started campaign ${cfg.campaign.id} (workflow ${handle.handle.workflowId})`);
+        if (client.settings.temporal.uiUrl) console.log(`Temporal UI: ${client.settings.temporal.uiUrl}/namespaces/${client.settings.temporal.namespace}/workflows/${handle.handle.workflowId}`);
+        if (values.watch) await watchCampaign(handle, { maxTrainSteps: cfg.campaign.maxTrainSteps });
+        return;
+      }
+      case 'list': {
+        const { values } = parseArgs({ args: args.slice(1), options: { query: { type: 'string' } } });
+        for (const c of await client.listCampaigns(values.query ?? '')) {
+          console.log(`${c.campaignId.padEnd(24)} ${c.status.padEnd(12)} ${String(c.state ?? '').padEnd(10)} v${c.policyVersion ?? 0} success ${c.successRate !== undefined ? (c.successRate * 100).toFixed(1) + '%' : '—'}  started ${c.startTime.toISOString()}`);
+        }
+        return;
+      }
+    }
+    if (!id) throw new Error(`campaign ${sub ?? ''}: missing campaign id\n${USAGE}`);
+    const handle = client.getCampaign(id);
+    switch (sub) {
+      case 'status':
+        console.log(fmtStatus(await handle.status()));
+        for (const t of await handle.taskStats()) console.log(`  ${t.taskId.padEnd(20)} episodes ${t.episodes} successes ${t.successes} n=${t.lastN}${t.hard ? ' hard' : ''}${t.quarantined ? ' QUARANTINED' : ''} pool ${t.poolSize}`);
+        return;
+      case 'watch':
+        return watchCampaign(handle);
+      case 'pause':
+        console.log(fmtStatus(await handle.pause()));
+        return;
+      case 'resume':
+        console.log(fmtStatus(await handle.resume()));
+        return;
+      case 'stop':
+        console.log(fmtStatus(await handle.stop()));
+        return;
+      case 'set':
+        console.log(fmtStatus(await handle.setConfig(parseOverrides(rest))));
+        return;
+      case 'quarantine': {
+        const [taskId, flag] = rest;
+        if (!taskId) throw new Error('campaign quarantine ID TASK [--off]');
+        console.log(await handle.quarantineTask(taskId, flag !== '--off'));
+        return;
+      }
+      case 'pin': {
+        const v = rest[0];
+        if (v === undefined) throw new Error('campaign pin ID VERSION|none');
+        console.log(fmtStatus(await handle.pinCheckpoint(v === 'none' ? null : Number(v))));
+        return;
+      }
+      case 'lineage': {
+        const store = ObjectStore.fromSettings(client.settings);
+        const lineage = await readLineage(store, id);
+        for (const c of lineage.checkpoints) console.log(`v${c.version} ← ${c.parentVersion === null ? 'init' : `v${c.parentVersion}`}  ${c.weights.sha256.slice(0, 12)}  ${c.ledgerKey ?? ''}`);
+        for (const e of lineage.ledger) {
+          const stale = e.consumed.map((c) => c.staleness);
+          console.log(`step ${e.trainStep}: v${e.fromVersion}→v${e.toVersion} consumed ${e.consumed.length} (pool ${e.consumed.filter((c) => c.injectedFromPool).length}) staleness max ${Math.max(...stale)} IS mean ${e.isWeight.mean.toFixed(3)} min ${e.isWeight.min.toFixed(3)} truncated ${(e.isWeight.truncatedFraction * 100).toFixed(1)}%`);
+        }
+        console.log(lineage.problems.length ? `PROBLEMS:\n  ${lineage.problems.join('\n  ')}` : 'lineage OK: one checkpoint chain, every trajectory consumed at most once');
+        return;
+      }
+      default:
+        throw new Error(`unknown campaign command "${sub ?? ''}"\n${USAGE}`);
+    }
+  } finally {
+    await client.close();
+  }
+}
+
+async function precollectOrEval(cmd: 'precollect' | 'eval', args: string[]): Promise<void> {
+  const [id, ...rest] = args;
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      suite: { type: 'string' },
+      k: { type: 'string' },
+      attempts: { type: 'string' },
+      policy: { type: 'string' },
+      temperature: { type: 'string' },
+      episodes: { type: 'string' },
+      version: { type: 'string' },
+    },
+  });
+  if (!id || !values.suite) throw new Error(`${cmd} ID --suite SUITE …\n${USAGE}`);
+  const tasks = loadSuite(values.suite).taskSpecs as unknown as Array<{ id: string } & Record<string, unknown>>;
+  const client = await DartflowClient.connect();
+  try {
+    const servers = await createCampaignDataActivities({ store: ObjectStore.fromSettings(client.settings) }).listPolicyServers({});
+    const endpoints = servers.map((s) => s.url);
+    if (cmd === 'precollect') {
+      const result = await client.temporal.workflow.execute(precollectWorkflow, {
+        taskQueue: TASK_QUEUES.orchestrator,
+        workflowId: `${id}-precollect-${Date.now()}`,
+        args: [
+          {
+            campaignId: id,
+            tasks,
+            successesPerTask: Number(values.k ?? 2),
+            maxAttemptsPerTask: Number(values.attempts ?? 64),
+            policyKind: values.policy ?? 'embedded',
+            endpoints,
+            temperature: Number(values.temperature ?? 1.5),
+          },
+        ],
+      });
+      for (const [t, r] of Object.entries(result.perTask)) console.log(`${t}: ${r.successes} successes in ${r.attempts} attempts`);
+    } else {
+      const point = await client.temporal.workflow.execute(evaluateWorkflow, {
+        taskQueue: TASK_QUEUES.orchestrator,
+        workflowId: `${id}-eval-manual-${Date.now()}`,
+        args: [{ campaignId: id, version: Number(values.version ?? 0), tasks, episodesPerTask: Number(values.episodes ?? 20), endpoints, policyKind: values.policy ?? 'embedded', atEpisodes: 0, startedAtMs: Date.now() }],
+      });
+      console.log(`held-out success ${(point.successRate * 100).toFixed(1)}% over ${point.episodes} episodes`, point.perFamily);
+    }
+  } finally {
+    await client.close();
+  }
+}
+
+async function workersCommand(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      roles: { type: 'string' },
+      'env-workers': { type: 'string' },
+      'env-slots': { type: 'string' },
+      'env-kind': { type: 'string' },
+      'policy-servers': { type: 'string' },
+    },
+  });
+  const roles = (values.roles ? values.roles.split(',') : ROLES) as Role[];
+  for (const r of roles) if (!ROLES.includes(r)) throw new Error(`unknown role "${r}" (roles: ${ROLES.join(', ')})`);
+  const workers = startLocalWorkers(loadInfraSettings(), {
+    roles,
+    envWorkers: Number(values['env-workers'] ?? 1),
+    envSlots: Number(values['env-slots'] ?? 4),
+    envKind: (values['env-kind'] ?? 'browser') as 'browser' | 'simulated',
+    policyServers: Number(values['policy-servers'] ?? 1),
+    echo: true,
+  });
+  console.log(`running ${workers.children.map((c) => c.name).join(', ')} (Ctrl-C stops them)`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await workers.stop();
+}
 
 async function main(argv: string[]): Promise<void> {
-  const [cmd, sub] = argv;
+  const [cmd, ...rest] = argv;
   switch (cmd) {
     case 'infra':
-      return infraCommand(sub);
+      return infraCommand(rest[0]);
+    case 'workers':
+      return workersCommand(rest);
+    case 'env-server': {
+      const child = spawn(process.execPath, [require.resolve('tsx/cli'), path.join(PROJECT_ROOT, 'envs', 'remote-server.ts'), ...rest], { stdio: 'inherit' });
+      await new Promise<void>((resolve) => child.on('exit', () => resolve()));
+      return;
+    }
+    case 'campaign':
+      return campaignCommand(rest);
+    case 'precollect':
+    case 'eval':
+      return precollectOrEval(cmd, rest);
     case undefined:
     case 'help':
     case '--help':
@@ -21,7 +268,9 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-main(process.argv.slice(2)).catch((err: unknown) => {
-  console.error(`dartflow: ${err instanceof Error ? err.message : String(err)}`);
-  process.exit(1);
-});
+if (require.main === module) {
+  main(process.argv.slice(2)).catch((err: unknown) => {
+    console.error(`dartflow: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  });
+}

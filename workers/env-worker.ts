@@ -13,9 +13,12 @@ import { createEnvPool, envPoolConfigFromEnv, type EnvPoolConfig } from '../envs
 import type { EnvPool } from '../envs/types';
 import { loadInfraSettings, type InfraSettings } from '../infra/settings';
 import { connectWorker } from '../infra/temporal-connection';
+import { installQuietRuntime } from '../infra/runtime';
+import { rolloutPolicyFactories } from '../rollout/factories';
+import { TASK_QUEUES } from '../schemas/task-queues';
 import { ObjectStore } from '../storage/object-store';
 
-export const ENV_TASK_QUEUE = 'env';
+export const ENV_TASK_QUEUE = TASK_QUEUES.env;
 
 export interface EnvWorkerOptions {
   settings?: InfraSettings;
@@ -37,6 +40,7 @@ export interface EnvWorkerHandle {
 }
 
 export async function createEnvWorker(opts: EnvWorkerOptions = {}): Promise<EnvWorkerHandle> {
+  installQuietRuntime();
   const settings = opts.settings ?? loadInfraSettings();
   const store = opts.store ?? ObjectStore.fromSettings(settings);
   await store.ensureBucket();
@@ -46,8 +50,15 @@ export async function createEnvWorker(opts: EnvWorkerOptions = {}): Promise<EnvW
     connection,
     namespace: settings.temporal.namespace,
     taskQueue: opts.taskQueue ?? ENV_TASK_QUEUE,
-    activities: createEnvActivities({ pool, store, policies: { ...builtinPolicies(), ...opts.policies } }),
+    // The embedded (policy server) and UI-TARS (vLLM) clients are always available next to oracle/random.
+    activities: createEnvActivities({
+      pool,
+      store,
+      policies: { ...builtinPolicies(), ...rolloutPolicyFactories({ dataDir: settings.dataDir }), ...opts.policies },
+    }),
     maxConcurrentActivityTaskExecutions: pool.slots,
+    // An episode in flight finishes on SIGTERM (a kill -9 is covered by retries on a fresh env).
+    shutdownGraceTime: '1 minute',
   });
   return {
     worker,

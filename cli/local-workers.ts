@@ -1,0 +1,127 @@
+/**
+ * Runs dartflow's roles on this machine as child processes (what `npm start` and `dartflow workers` do):
+ * one orchestrator worker, N env workers, one trainer, M policy servers. Each child logs to
+ * .data/logs/<role>.log; stopping sends SIGTERM (graceful: in-flight work finishes) then SIGKILL.
+ * On other machines run the same scripts one role at a time (README "Scaling out").
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { InfraSettings } from '../infra/settings';
+import { PROJECT_ROOT } from '../infra/settings';
+
+export type Role = 'orchestrator' | 'env' | 'trainer' | 'policy';
+export const ROLES: Role[] = ['orchestrator', 'env', 'trainer', 'policy'];
+
+export interface LocalWorkersOptions {
+  roles?: Role[];
+  envWorkers?: number;
+  envSlots?: number;
+  envKind?: 'browser' | 'simulated' | 'remote';
+  simulatedProfile?: string;
+  policyServers?: number;
+  policyBasePort?: number;
+  /** Extra environment for every child. */
+  env?: NodeJS.ProcessEnv;
+  /** Echo child output to this process's stdout (prefixed) as well as the log file. */
+  echo?: boolean;
+}
+
+export interface LocalChild {
+  role: Role;
+  name: string;
+  process: ChildProcess;
+  logFile: string;
+}
+
+export interface LocalWorkers {
+  children: LocalChild[];
+  /** Restart one child by name (chaos tests kill -9 a role and bring it back). */
+  restart(name: string): LocalChild;
+  stop(): Promise<void>;
+}
+
+const SCRIPTS: Record<Role, string> = {
+  orchestrator: 'workers/orchestrator-worker.ts',
+  env: 'workers/env-worker.ts',
+  trainer: 'workers/trainer-worker.ts',
+  policy: 'workers/policy-server.ts',
+};
+
+export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOptions = {}): LocalWorkers {
+  const roles = opts.roles ?? ROLES;
+  const logDir = path.join(settings.dataDir, 'logs');
+  fs.mkdirSync(logDir, { recursive: true });
+  const tsx = require.resolve('tsx/cli');
+  const specs: Array<{ role: Role; name: string; args: string[]; env: NodeJS.ProcessEnv }> = [];
+  if (roles.includes('policy')) {
+    for (let i = 0; i < (opts.policyServers ?? 1); i++) {
+      specs.push({
+        role: 'policy',
+        name: `policy-p${i}`,
+        args: ['--server-id', `p${i}`, '--port', String((opts.policyBasePort ?? 8700) + i)],
+        env: {},
+      });
+    }
+  }
+  if (roles.includes('orchestrator')) specs.push({ role: 'orchestrator', name: 'orchestrator', args: [], env: {} });
+  if (roles.includes('trainer')) specs.push({ role: 'trainer', name: 'trainer', args: [], env: {} });
+  if (roles.includes('env')) {
+    for (let i = 0; i < (opts.envWorkers ?? 1); i++) {
+      specs.push({
+        role: 'env',
+        name: `env-${i}`,
+        args: [],
+        env: {
+          DARTFLOW_ENV_KIND: opts.envKind ?? 'browser',
+          DARTFLOW_ENV_SLOTS: String(opts.envSlots ?? 4),
+          ...(opts.simulatedProfile ? { DARTFLOW_ENV_PROFILE: opts.simulatedProfile } : {}),
+        },
+      });
+    }
+  }
+
+  const children = new Map<string, LocalChild>();
+  const launch = (spec: (typeof specs)[number]): LocalChild => {
+    const logFile = path.join(logDir, `${spec.name}.log`);
+    const out = fs.openSync(logFile, 'a');
+    const child = spawn(process.execPath, [tsx, path.join(PROJECT_ROOT, SCRIPTS[spec.role]), ...spec.args], {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, ...opts.env, ...spec.env },
+      stdio: ['ignore', opts.echo ? 'pipe' : out, opts.echo ? 'pipe' : out],
+    });
+    if (opts.echo) {
+      for (const stream of [child.stdout, child.stderr]) {
+        stream?.on('data', (d: Buffer) => {
+          fs.appendFileSync(logFile, d);
+          for (const line of d.toString().split('\n')) if (line.trim()) console.log(`[${spec.name}] ${line}`);
+        });
+      }
+    }
+    fs.closeSync(out);
+    const c = { role: spec.role, name: spec.name, process: child, logFile };
+    children.set(spec.name, c);
+    return c;
+  };
+  specs.forEach(launch);
+
+  return {
+    get children() {
+      return [...children.values()];
+    },
+    restart(name: string) {
+      const spec = specs.find((s) => s.name === name);
+      if (!spec) throw new Error(`no local worker named ${name}`);
+      return launch(spec);
+    },
+    async stop() {
+      const alive = [...children.values()].filter((c) => c.process.exitCode === null && c.process.signalCode === null);
+      const exited = alive.map((c) => new Promise<void>((resolve) => c.process.once('exit', () => resolve())));
+      for (const c of alive) c.process.kill('SIGTERM');
+      const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 20_000).unref());
+      if ((await Promise.race([Promise.all(exited), timeout])) === 'timeout') {
+        for (const c of alive) if (c.process.exitCode === null) c.process.kill('SIGKILL');
+      }
+    },
+  };
+}

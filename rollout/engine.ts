@@ -1,0 +1,369 @@
+/**
+ * The policy server's core, without HTTP or Temporal: it holds the model version it serves, batches
+ * act requests through the DynamicBatcher, samples each answer with its own seed, and swaps versions.
+ *
+ * Version swaps: `reload` reads and validates the checkpoint and builds a new ORT session while the
+ * old one keeps answering; the swap itself is one assignment between two batches (a batch captures
+ * the model it started with, so every answer names the version that actually produced it). The old
+ * session is released once no batch uses it. Reloads are serialized; asking for the version already
+ * served is a no-op (reloadPolicy is idempotent). A refused checkpoint leaves the served one untouched.
+ *
+ * Inference runs in this process, on the main thread. Why not a child process: one forward of the
+ * default 23k-parameter net costs ≈0.12 ms at B=1 and ≈7 ms at B=64 (env-and-policy.md §B4), so with
+ * maxBatch capped (default 32) one blocking run() stays in the low milliseconds — far below any
+ * heartbeat or HTTP timeout — while a child process would add a copy of every 49 KB observation over
+ * IPC. For a much wider spec, lower maxBatch (the cap is what bounds the event-loop stall).
+ * What does cost main-thread time is screenshot decoding (≈1–2 ms per request, more than the forward
+ * pass); `preprocessThreads` moves it to worker threads (pure JS there, no ORT: rollout/preprocess.ts).
+ */
+import type { CanonicalAction } from '../schemas/actions';
+import type { ObjectStore } from '../storage/object-store';
+import { renderUiTarsResponse, uiTarsCoordSpace } from '../actions/uitars';
+import { actionFromIndex, actionMask } from '../policy/action-space';
+import { encodeInstruction } from '../policy/observation';
+import { sampleAction } from '../policy/sampling';
+import { createInferenceSession, packBatch, type ObservationRow, type PolicyInference } from '../policy/session';
+import { MASK_OFF, numActions, type PolicySpec } from '../policy/spec';
+import type { PolicyWeights } from '../policy/weights';
+import { DynamicBatcher, type BatchEvent } from './batcher';
+import { CheckpointRejectedError, policySpecHash, readCheckpoint } from './checkpoint';
+import { inlinePreprocessor, threadPreprocessor, type Preprocessor } from './preprocess';
+
+export interface EngineObservation {
+  png: Uint8Array;
+  instruction: string;
+  fields: string[];
+  /** Optional extra validity mask [A] (true = allowed), ANDed with the task's own mask. */
+  mask?: boolean[];
+}
+
+export interface EngineActOptions {
+  seed: number;
+  temperature: number;
+  greedy?: boolean;
+}
+
+export interface ActAnswer {
+  actionIndex: number;
+  action: CanonicalAction;
+  actionText: string;
+  /** Behaviour log-prob: of the tempered distribution actually sampled; log π(a) at T=1 when greedy. */
+  logProb: number;
+  /** Categorical entropy of the policy (T = 1), nats. */
+  entropy: number;
+  policyVersion: number;
+  serverId: string;
+}
+
+export interface ServedModel {
+  campaignId: string;
+  version: number;
+  specHash: string;
+  loadedAt: number;
+}
+
+export interface EngineHealth {
+  serverId: string;
+  campaignId: string | null;
+  version: number | null;
+  specHash: string;
+  queueDepth: number;
+  inFlight: number;
+  /** A reload in progress (the old version keeps serving meanwhile). */
+  loading: { campaignId: string; version: number } | null;
+  lastReloadError: string | null;
+  batches: number;
+  items: number;
+  maxBatch: number;
+}
+
+export interface ReloadResult {
+  serverId: string;
+  campaignId: string;
+  version: number;
+  previousVersion: number | null;
+  loadMs: number;
+  /** True when this version was already being served (nothing was loaded). */
+  unchanged: boolean;
+}
+
+export interface EngineOptions {
+  serverId: string;
+  spec: PolicySpec;
+  store: ObjectStore;
+  maxBatch?: number;
+  maxWaitMs?: number;
+  maxQueue?: number;
+  /** ORT intra-op threads per session. */
+  threads?: number;
+  /** Worker threads for PNG decode + downsample (0 = on the main thread). See rollout/preprocess.ts. */
+  preprocessThreads?: number;
+  onBatch?: (e: BatchEvent) => void;
+}
+
+/** No version loaded yet (HTTP 503): the campaign has not called reloadPolicy on this server. */
+export class PolicyNotReadyError extends Error {
+  constructor(serverId: string) {
+    super(`policy server ${serverId} serves no model yet (call reloadPolicy first)`);
+    this.name = 'PolicyNotReadyError';
+  }
+}
+
+/** A request the server cannot answer as asked (HTTP 400): bad PNG, mask of the wrong length, all actions masked. */
+export class BadActRequestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BadActRequestError';
+  }
+}
+
+interface Model extends ServedModel {
+  session: PolicyInference;
+  users: number;
+  retired: boolean;
+}
+
+interface BatchOut {
+  logp: Float32Array;
+  entropy: number;
+  version: number;
+}
+
+const PNG_MAGIC = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+
+/** Width and height from the IHDR chunk (the decoder is run later by encodeScreenshot). */
+export function pngSize(png: Uint8Array): { width: number; height: number } {
+  if (png.byteLength < 24 || PNG_MAGIC.some((b, i) => png[i] !== b))
+    throw new BadActRequestError('observation is not a PNG');
+  const view = new DataView(png.buffer, png.byteOffset, png.byteLength);
+  const width = view.getUint32(16);
+  const height = view.getUint32(20);
+  if (width === 0 || height === 0 || width > 16384 || height > 16384)
+    throw new BadActRequestError(`PNG size ${width}×${height} is out of range`);
+  return { width, height };
+}
+
+export class PolicyEngine {
+  readonly serverId: string;
+  readonly spec: PolicySpec;
+  readonly specHash: string;
+  private readonly store: ObjectStore;
+  private readonly threads: number;
+  private current: Model | undefined;
+  private loading: { campaignId: string; version: number } | null = null;
+  private lastReloadError: string | null = null;
+  private reloadChain: Promise<unknown> = Promise.resolve();
+  private readonly batcher: DynamicBatcher<ObservationRow, BatchOut>;
+  /** Instruction encodings are reused across the steps and episodes of a task. */
+  private readonly textCache = new Map<string, Float32Array>();
+  private readonly pre: Preprocessor;
+
+  constructor(opts: EngineOptions) {
+    this.serverId = opts.serverId;
+    this.spec = opts.spec;
+    this.specHash = policySpecHash(opts.spec);
+    this.store = opts.store;
+    this.threads = opts.threads ?? 1;
+    const pt = opts.preprocessThreads ?? 0;
+    this.pre = pt > 0 ? threadPreprocessor(opts.spec, pt) : inlinePreprocessor(opts.spec);
+    this.batcher = new DynamicBatcher<ObservationRow, BatchOut>(
+      { run: (rows) => this.runBatch(rows) },
+      {
+        maxBatch: opts.maxBatch ?? 32,
+        maxWaitMs: opts.maxWaitMs ?? 2,
+        ...(opts.maxQueue !== undefined ? { maxQueue: opts.maxQueue } : {}),
+      },
+      opts.onBatch
+    );
+  }
+
+  get served(): ServedModel | undefined {
+    const m = this.current;
+    return m ? { campaignId: m.campaignId, version: m.version, specHash: m.specHash, loadedAt: m.loadedAt } : undefined;
+  }
+
+  /** Batch-size histogram (size → count) since start. */
+  batchSizes(): Map<number, number> {
+    return new Map(this.batcher.sizes);
+  }
+
+  health(): EngineHealth {
+    return {
+      serverId: this.serverId,
+      campaignId: this.current?.campaignId ?? null,
+      version: this.current?.version ?? null,
+      specHash: this.specHash,
+      queueDepth: this.batcher.queueDepth,
+      inFlight: this.batcher.inFlight,
+      loading: this.loading,
+      lastReloadError: this.lastReloadError,
+      batches: this.batcher.batches,
+      items: this.batcher.items,
+      maxBatch: this.batcher.options.maxBatch,
+    };
+  }
+
+  private async runBatch(rows: ObservationRow[]): Promise<BatchOut[]> {
+    const model = this.current;
+    if (!model) throw new PolicyNotReadyError(this.serverId);
+    model.users += 1;
+    try {
+      const out = await model.session.run(packBatch(this.spec, rows));
+      const A = numActions(this.spec);
+      return rows.map((_, i) => ({
+        logp: out.logp.slice(i * A, (i + 1) * A),
+        entropy: out.entropy[i] ?? NaN,
+        version: model.version,
+      }));
+    } finally {
+      model.users -= 1;
+      this.releaseIfIdle(model);
+    }
+  }
+
+  private releaseIfIdle(model: Model): void {
+    if (model.retired && model.users === 0) void model.session.release().catch(() => undefined);
+  }
+
+  private encodeText(instruction: string): Float32Array {
+    let v = this.textCache.get(instruction);
+    if (!v) {
+      v = encodeInstruction(instruction, this.spec);
+      if (this.textCache.size >= 1024) this.textCache.clear();
+      this.textCache.set(instruction, v);
+    }
+    return v;
+  }
+
+  private encodeMask(obs: EngineObservation): Float32Array {
+    const mask = actionMask(this.spec, { numFields: obs.fields.length });
+    if (obs.mask) {
+      if (obs.mask.length !== mask.length)
+        throw new BadActRequestError(`mask has ${obs.mask.length} entries, this policy has ${mask.length} actions`);
+      obs.mask.forEach((ok, i) => {
+        if (!ok) mask[i] = MASK_OFF;
+      });
+    }
+    if (!mask.some((v) => v === 0)) throw new BadActRequestError('every action is masked');
+    return mask;
+  }
+
+  /** One step's decision. Concurrent calls are batched together. */
+  async act(obs: EngineObservation, opts: EngineActOptions): Promise<ActAnswer> {
+    if (!this.current) throw new PolicyNotReadyError(this.serverId);
+    const size = pngSize(obs.png);
+    let image: Float32Array;
+    try {
+      image = await this.pre.encode(obs.png);
+    } catch (err) {
+      throw new BadActRequestError(`cannot decode the PNG: ${(err as Error).message}`);
+    }
+    const row: ObservationRow = { obs: image, text: this.encodeText(obs.instruction), mask: this.encodeMask(obs) };
+    const out = await this.batcher.submit(row);
+    const sample = sampleAction(out.logp, {
+      seed: opts.seed >>> 0,
+      temperature: opts.temperature,
+      greedy: opts.greedy ?? false,
+    });
+    // sampleAction never picks a masked entry (weight exactly 0), so decoding cannot hit a reserved slot.
+    const action = actionFromIndex(this.spec, sample.index, { fields: obs.fields });
+    return {
+      actionIndex: sample.index,
+      action,
+      actionText: renderUiTarsResponse(action, uiTarsCoordSpace(size)),
+      logProb: opts.greedy ? sample.logp : sample.sampleLogp,
+      entropy: Math.max(0, out.entropy),
+      policyVersion: out.version,
+      serverId: this.serverId,
+    };
+  }
+
+  /** Serves `weights` directly as `version` (tests and benchmarks without a store round trip). */
+  async loadWeights(campaignId: string, version: number, weights: PolicyWeights): Promise<void> {
+    const session = await createInferenceSession(this.spec, weights, { threads: this.threads });
+    this.swap({
+      campaignId,
+      version,
+      specHash: this.specHash,
+      loadedAt: Date.now(),
+      session,
+      users: 0,
+      retired: false,
+    });
+  }
+
+  private swap(next: Model): void {
+    const old = this.current;
+    this.current = next;
+    if (old) {
+      old.retired = true;
+      this.releaseIfIdle(old);
+    }
+  }
+
+  /** Loads `version` of `campaignId` from the store and swaps it in; throws CheckpointRejectedError if refused. */
+  reload(campaignId: string, version: number): Promise<ReloadResult> {
+    const run = this.reloadChain.then(() => this.reloadNow(campaignId, version));
+    this.reloadChain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async reloadNow(campaignId: string, version: number): Promise<ReloadResult> {
+    const previousVersion = this.current?.version ?? null;
+    if (this.current && this.current.campaignId === campaignId && this.current.version === version) {
+      return { serverId: this.serverId, campaignId, version, previousVersion, loadMs: 0, unchanged: true };
+    }
+    const t0 = performance.now();
+    this.loading = { campaignId, version };
+    try {
+      const { weights } = await readCheckpoint(this.store, this.spec, campaignId, version);
+      let session: PolicyInference;
+      try {
+        session = await createInferenceSession(this.spec, weights, { threads: this.threads });
+      } catch (err) {
+        throw new CheckpointRejectedError(
+          'corrupt',
+          campaignId,
+          version,
+          `onnxruntime refused the weights: ${(err as Error).message}`
+        );
+      }
+      this.swap({
+        campaignId,
+        version,
+        specHash: this.specHash,
+        loadedAt: Date.now(),
+        session,
+        users: 0,
+        retired: false,
+      });
+      this.lastReloadError = null;
+      return {
+        serverId: this.serverId,
+        campaignId,
+        version,
+        previousVersion,
+        loadMs: performance.now() - t0,
+        unchanged: false,
+      };
+    } catch (err) {
+      this.lastReloadError = (err as Error).message;
+      throw err;
+    } finally {
+      this.loading = null;
+    }
+  }
+
+  /** Stops accepting work; queued requests are rejected, the running batch finishes. */
+  async close(): Promise<void> {
+    this.batcher.close();
+    await this.pre.close();
+    await this.reloadChain;
+    const m = this.current;
+    this.current = undefined;
+    if (m) {
+      m.retired = true;
+      this.releaseIfIdle(m);
+    }
+  }
+}

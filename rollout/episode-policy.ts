@@ -1,0 +1,61 @@
+/**
+ * The embedded policy as the env worker sees it: an EpisodePolicy (activities/env/policy.ts) that sends
+ * each step to the policy servers through a PolicyServerClient. One client per (endpoints, token) is
+ * shared by all episodes of the process, so least-loaded routing counts every in-flight step.
+ *
+ * Register in the env worker: `policies: { ...builtinPolicies(), ...rolloutPolicyFactories() }`, then
+ * runEpisode input `policy: { kind: 'embedded', endpoints: [...policy server URLs], temperature }`.
+ */
+import type { EpisodePolicy, PolicyFactory } from '../activities/env/policy';
+import { PolicyServerClient, type PolicyClientOptions } from './client';
+
+export interface EmbeddedPolicyDefaults extends Partial<Omit<PolicyClientOptions, 'endpoints'>> {
+  /** Returns the bearer token when none is given (e.g. () => resolvePolicyToken({...})); read lazily. */
+  tokenProvider?: () => string;
+}
+
+export function createEmbeddedPolicy(client: PolicyServerClient, opts: { greedy?: boolean } = {}): EpisodePolicy {
+  return {
+    async act(obs, { seed, temperature }) {
+      // Temperature 0 means "greedy" in campaign configs (evaluation); the server wants T > 0 to sample.
+      const greedy = opts.greedy === true || temperature <= 0;
+      const a = await client.act({
+        observation: {
+          pngBase64: Buffer.from(obs.png.buffer, obs.png.byteOffset, obs.png.byteLength).toString('base64'),
+          instruction: obs.instruction,
+          fields: obs.fields,
+        },
+        seed: seed >>> 0,
+        temperature: greedy ? 1 : temperature,
+        greedy,
+      });
+      return {
+        action: a.action,
+        actionText: a.actionText,
+        actionIndex: a.actionIndex,
+        logProb: a.logProb,
+        tokenLogProbs: [a.logProb],
+        entropy: a.entropy,
+        policyVersion: a.policyVersion,
+        policyServer: a.serverId,
+      };
+    },
+  };
+}
+
+/** Factory for runEpisode's `policy.kind: 'embedded'`; ctx.endpoints are the policy server URLs. */
+export function embeddedPolicyFactory(defaults: EmbeddedPolicyDefaults = {}): PolicyFactory {
+  const clients = new Map<string, PolicyServerClient>();
+  return (ctx) => {
+    const token = defaults.token ?? defaults.tokenProvider?.();
+    if (!token) throw new Error('embedded policy: no policy server token configured');
+    const key = `${[...ctx.endpoints].sort().join(' ')}\u0000${token}`;
+    let client = clients.get(key);
+    if (!client) {
+      const { tokenProvider: _tp, ...rest } = defaults;
+      client = new PolicyServerClient({ ...rest, token, endpoints: ctx.endpoints });
+      clients.set(key, client);
+    }
+    return createEmbeddedPolicy(client, { greedy: ctx.options.greedy === true });
+  };
+}

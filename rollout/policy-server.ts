@@ -1,0 +1,187 @@
+/**
+ * The policy server's HTTP face (node:http, JSON): POST /v1/act and GET /v1/health over a PolicyEngine.
+ * Binds 127.0.0.1 unless told otherwise (the token is the only protection; exposing the port is a
+ * deliberate choice). Bodies are size-capped, validated with zod, and every error answer says whether
+ * a retry can help, so clients fail over on 503 but not on a malformed request.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { z } from 'zod';
+import { ObjectNotFoundError, StorageUnavailableError, CorruptObjectError } from '../storage/errors';
+import type { ObjectStore } from '../storage/object-store';
+import { ActCallSchema, type ErrorBody } from './api';
+import { BatcherClosedError, BatcherOverloadedError } from './batcher';
+import { BadActRequestError, PolicyEngine, PolicyNotReadyError, type EngineObservation } from './engine';
+import { bearerMatches } from './token';
+
+export interface PolicyHttpOptions {
+  engine: PolicyEngine;
+  token: string;
+  /** Used to fetch observations sent by `screenshotKey`. */
+  store?: ObjectStore;
+  host?: string;
+  /** 0 = any free port. */
+  port?: number;
+  maxBodyBytes?: number;
+}
+
+export interface RunningPolicyServer {
+  url: string;
+  port: number;
+  engine: PolicyEngine;
+  server: http.Server;
+  /** Stops listening and closes idle connections; in-flight requests finish. Does not close the engine. */
+  close(): Promise<void>;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly retryable: boolean
+  ) {
+    super(message);
+  }
+}
+
+function send(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+  });
+  res.end(text);
+}
+
+function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        reject(new HttpError(413, 'too_large', `request body exceeds ${limit} bytes`, false));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+/** Maps engine/storage errors to HTTP answers. */
+function toHttpError(err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  if (err instanceof BadActRequestError) return new HttpError(400, 'bad_request', err.message, false);
+  if (err instanceof PolicyNotReadyError) return new HttpError(503, 'not_ready', err.message, true);
+  if (err instanceof BatcherOverloadedError) return new HttpError(503, 'overloaded', err.message, true);
+  if (err instanceof BatcherClosedError) return new HttpError(503, 'shutting_down', err.message, true);
+  if (err instanceof ObjectNotFoundError) return new HttpError(400, 'screenshot_not_found', err.message, false);
+  if (err instanceof CorruptObjectError) return new HttpError(400, 'screenshot_corrupt', err.message, false);
+  if (err instanceof StorageUnavailableError) return new HttpError(503, 'storage_unavailable', err.message, true);
+  return new HttpError(500, 'internal', err instanceof Error ? err.message : String(err), true);
+}
+
+async function resolveObservation(
+  o: z.infer<typeof ActCallSchema>['requests'][number]['observation'],
+  store: ObjectStore | undefined
+): Promise<EngineObservation> {
+  let png: Uint8Array;
+  if (o.pngBase64 !== undefined) {
+    png = Buffer.from(o.pngBase64, 'base64');
+  } else {
+    if (!store) throw new HttpError(400, 'bad_request', 'this server has no store: send pngBase64', false);
+    const key = o.screenshotKey!;
+    // The key is the content hash, so the read is verified against it.
+    png = await store.getBytes(key, key.slice('screenshots/'.length, -'.png'.length));
+  }
+  return { png, instruction: o.instruction, fields: o.fields, ...(o.mask ? { mask: o.mask } : {}) };
+}
+
+async function handleAct(req: http.IncomingMessage, opts: PolicyHttpOptions): Promise<unknown> {
+  const body = await readBody(req, opts.maxBodyBytes ?? 64 * 1024 * 1024);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new HttpError(400, 'bad_json', 'request body is not JSON', false);
+  }
+  const parsed = ActCallSchema.safeParse(raw);
+  if (!parsed.success) {
+    const i = parsed.error.issues[0];
+    throw new HttpError(
+      400,
+      'bad_request',
+      `invalid act request at ${i?.path.join('.') ?? ''}: ${i?.message ?? ''}`,
+      false
+    );
+  }
+  const observations = await Promise.all(
+    parsed.data.requests.map((r) => resolveObservation(r.observation, opts.store))
+  );
+  // All observations of one call are submitted in the same tick, so they land in the same batch.
+  const answers = await Promise.all(
+    parsed.data.requests.map((r, i) =>
+      opts.engine.act(observations[i]!, {
+        seed: r.seed,
+        temperature: r.temperature,
+        ...(r.greedy !== undefined ? { greedy: r.greedy } : {}),
+      })
+    )
+  );
+  return { answers };
+}
+
+export function createPolicyHttpServer(opts: PolicyHttpOptions): http.Server {
+  return http.createServer((req, res) => {
+    void (async () => {
+      try {
+        if (!bearerMatches(req.headers.authorization, opts.token)) {
+          res.setHeader('www-authenticate', 'Bearer');
+          throw new HttpError(401, 'unauthorized', 'a valid bearer token is required', false);
+        }
+        const url = new URL(req.url ?? '/', 'http://localhost');
+        if (req.method === 'GET' && url.pathname === '/v1/health') return send(res, 200, opts.engine.health());
+        if (req.method === 'POST' && url.pathname === '/v1/act') return send(res, 200, await handleAct(req, opts));
+        throw new HttpError(404, 'not_found', `no route ${req.method ?? ''} ${url.pathname}`, false);
+      } catch (err) {
+        const e = toHttpError(err);
+        const body: ErrorBody = { error: e.message, code: e.code, retryable: e.retryable };
+        if (!res.headersSent) send(res, e.status, body);
+        else res.destroy();
+      }
+    })();
+  });
+}
+
+/** Creates the HTTP server and listens (127.0.0.1 and a free port by default). */
+export async function startPolicyHttpServer(opts: PolicyHttpOptions): Promise<RunningPolicyServer> {
+  const server = createPolicyHttpServer(opts);
+  // Keep-alive connections from many env workers are the normal case; keep them longer than the
+  // client's idle sockets live so the server never closes one a client is about to reuse.
+  server.keepAliveTimeout = 65_000;
+  const host = opts.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    port,
+    engine: opts.engine,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}

@@ -1,0 +1,27 @@
+/** VLM adapter: UI-TARS over an OpenAI-compatible chat-completions endpoint (vLLM). */
+export {
+  chatCompletion,
+  ChatCompletionError,
+  type ChatClientOptions,
+  type ChatRequest,
+  type ChatResult,
+} from './chat-client';
+export { summarizeLogprobs, tokenEntropy, type TokenLogprob, type TopLogprob, type LogprobSummary } from './logprobs';
+export {
+  buildMessages,
+  computerUsePrompt,
+  addBoxTokens,
+  pngDataUrl,
+  UITARS_SYSTEM_PROMPT,
+  DART_CONTEXT_LIMITS,
+  type ChatMessage,
+  type ChatContentPart,
+  type VlmTurn,
+  type ContextLimits,
+} from './prompt';
+export {
+  createUiTarsPolicy,
+  uiTarsPolicyFactory,
+  versionFromModelName,
+  type UiTarsPolicyOptions,
+} from './uitars-policy';

@@ -1,0 +1,222 @@
+/**
+ * Policy server process: one PolicyEngine (onnxruntime-node session of the served checkpoint), its HTTP
+ * API for env workers, and a Temporal worker on its private queue `policy-<serverId>` for
+ * reloadPolicy/policyHealth, so versions roll out one server at a time (DESIGN.md, dart-spec.md §1.5).
+ *
+ * It runs no workflows: ORT blocks the event loop while it computes (temporal-practice.md §1.4), so the
+ * process only takes short activities, one at a time. Start:
+ *   tsx workers/policy-server.ts --server-id p0 --port 8700 [--campaign C --version latest|N]
+ * Env: DARTFLOW_POLICY_SERVER_ID, DARTFLOW_POLICY_HOST, DARTFLOW_POLICY_PORT, DARTFLOW_POLICY_TOKEN(_FILE),
+ * DARTFLOW_POLICY_MAX_BATCH, DARTFLOW_POLICY_MAX_WAIT_MS, DARTFLOW_POLICY_THREADS, DARTFLOW_POLICY_PREPROCESS_THREADS,
+ * DARTFLOW_POLICY_SPEC_FILE, DARTFLOW_POLICY_ADVERTISE_URL.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { Worker, type WorkerOptions } from '@temporalio/worker';
+import { keepAnnouncing } from '../activities/data/policy-registry';
+import { createPolicyActivities } from '../activities/policy';
+import { installQuietRuntime } from '../infra/runtime';
+import { loadInfraSettings, type InfraSettings } from '../infra/settings';
+import { connectWorker } from '../infra/temporal-connection';
+import { defaultPolicySpec, validateSpec, type PolicySpec } from '../policy/spec';
+import { latestCheckpointVersion } from '../rollout/checkpoint';
+import { PolicyEngine } from '../rollout/engine';
+import { startPolicyHttpServer, type RunningPolicyServer } from '../rollout/policy-server';
+import { resolvePolicyToken } from '../rollout/token';
+import { policyQueue } from '../schemas/task-queues';
+import { ObjectStore } from '../storage/object-store';
+
+export interface PolicyServerOptions {
+  settings: InfraSettings;
+  serverId: string;
+  token: string;
+  spec?: PolicySpec;
+  store?: ObjectStore;
+  host?: string;
+  port?: number;
+  maxBatch?: number;
+  maxWaitMs?: number;
+  threads?: number;
+  /** Worker threads for screenshot decoding (0 = main thread); worth it on hosts with spare cores. */
+  preprocessThreads?: number;
+  /** Load this checkpoint before serving ('latest' = highest version in the store; skipped if none). */
+  initial?: { campaignId: string; version: number | 'latest' };
+  /**
+   * Announce URL and served version in the store's registry every few seconds (campaigns discover
+   * servers there; activities/data/policy-registry.ts). Default true.
+   */
+  announce?: boolean;
+  /** URL others should use (behind NAT/proxy or when bound to 0.0.0.0); default the bound URL. */
+  advertiseUrl?: string;
+  /** Defaults to policyQueue(serverId); tests pass a unique queue. */
+  taskQueue?: string;
+  workerOverrides?: Partial<WorkerOptions>;
+}
+
+export interface PolicyServerHandle {
+  serverId: string;
+  taskQueue: string;
+  url: string;
+  engine: PolicyEngine;
+  http: RunningPolicyServer;
+  worker: Worker;
+  /** Resolves when the Temporal worker stops. */
+  running: Promise<void>;
+  /** Graceful stop: stop polling, finish the current activity, close HTTP, release the session. */
+  shutdown(): Promise<void>;
+}
+
+export async function startPolicyServer(opts: PolicyServerOptions): Promise<PolicyServerHandle> {
+  installQuietRuntime();
+  const store = opts.store ?? ObjectStore.fromSettings(opts.settings);
+  const engine = new PolicyEngine({
+    serverId: opts.serverId,
+    spec: opts.spec ?? defaultPolicySpec,
+    store,
+    ...(opts.maxBatch !== undefined ? { maxBatch: opts.maxBatch } : {}),
+    ...(opts.maxWaitMs !== undefined ? { maxWaitMs: opts.maxWaitMs } : {}),
+    ...(opts.threads !== undefined ? { threads: opts.threads } : {}),
+    ...(opts.preprocessThreads !== undefined ? { preprocessThreads: opts.preprocessThreads } : {}),
+  });
+  if (opts.initial) {
+    const v =
+      opts.initial.version === 'latest'
+        ? await latestCheckpointVersion(store, opts.initial.campaignId)
+        : opts.initial.version;
+    if (v !== undefined) await engine.reload(opts.initial.campaignId, v);
+  }
+  const http = await startPolicyHttpServer({
+    engine,
+    token: opts.token,
+    store,
+    host: opts.host ?? '127.0.0.1',
+    ...(opts.port !== undefined ? { port: opts.port } : {}),
+  });
+  const taskQueue = opts.taskQueue ?? policyQueue(opts.serverId);
+  let worker: Worker;
+  try {
+    const connection = await connectWorker(opts.settings);
+    worker = await Worker.create({
+      connection,
+      namespace: opts.settings.temporal.namespace,
+      taskQueue,
+      activities: createPolicyActivities({ engine, url: opts.advertiseUrl ?? http.url }),
+      // Reloads serialize inside the engine; the second slot keeps policyHealth answerable during one.
+      maxConcurrentActivityTaskExecutions: 2,
+      shutdownGraceTime: '30 seconds',
+      ...opts.workerOverrides,
+    });
+  } catch (err) {
+    await http.close();
+    await engine.close();
+    throw err;
+  }
+  const running = worker.run();
+  const url = opts.advertiseUrl ?? http.url;
+  const stopAnnouncing =
+    opts.announce === false
+      ? async () => undefined
+      : keepAnnouncing(store, () => {
+          const v = engine.served?.version;
+          return { serverId: opts.serverId, url, ...(v !== undefined ? { version: v } : {}) };
+        });
+  let stopping: Promise<void> | undefined;
+  return {
+    serverId: opts.serverId,
+    taskQueue,
+    url,
+    engine,
+    http,
+    worker,
+    running,
+    shutdown() {
+      stopping ??= (async () => {
+        await stopAnnouncing().catch(() => undefined);
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await running.catch(() => undefined);
+        await http.close();
+        await engine.close();
+      })();
+      return stopping;
+    },
+  };
+}
+
+function readSpec(file: string | undefined): PolicySpec {
+  if (!file) return defaultPolicySpec;
+  return validateSpec(JSON.parse(fs.readFileSync(file, 'utf8')));
+}
+
+const num = (v: string | undefined, name: string): number | undefined => {
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new Error(`${name} must be a number, got "${v}"`);
+  return n;
+};
+
+async function main(): Promise<void> {
+  const env = process.env;
+  const { values } = parseArgs({
+    options: {
+      'server-id': { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'max-batch': { type: 'string' },
+      'max-wait-ms': { type: 'string' },
+      threads: { type: 'string' },
+      'preprocess-threads': { type: 'string' },
+      campaign: { type: 'string' },
+      version: { type: 'string' },
+      'spec-file': { type: 'string' },
+      'advertise-url': { type: 'string' },
+    },
+  });
+  const settings = loadInfraSettings();
+  const serverId = values['server-id'] ?? env.DARTFLOW_POLICY_SERVER_ID ?? 'p0';
+  const token = resolvePolicyToken({ defaultFile: path.join(settings.dataDir, 'policy-token'), create: true });
+  const versionArg = values.version ?? 'latest';
+  const port = num(values.port ?? env.DARTFLOW_POLICY_PORT, 'port');
+  const maxBatch = num(values['max-batch'] ?? env.DARTFLOW_POLICY_MAX_BATCH, 'max-batch');
+  const maxWaitMs = num(values['max-wait-ms'] ?? env.DARTFLOW_POLICY_MAX_WAIT_MS, 'max-wait-ms');
+  const threads = num(values.threads ?? env.DARTFLOW_POLICY_THREADS, 'threads');
+  const preprocessThreads = num(
+    values['preprocess-threads'] ?? env.DARTFLOW_POLICY_PREPROCESS_THREADS,
+    'preprocess-threads'
+  );
+  const handle = await startPolicyServer({
+    settings,
+    serverId,
+    token,
+    spec: readSpec(values['spec-file'] ?? env.DARTFLOW_POLICY_SPEC_FILE),
+    host: values.host ?? env.DARTFLOW_POLICY_HOST ?? '127.0.0.1',
+    ...((values['advertise-url'] ?? env.DARTFLOW_POLICY_ADVERTISE_URL)
+      ? { advertiseUrl: values['advertise-url'] ?? env.DARTFLOW_POLICY_ADVERTISE_URL }
+      : {}),
+    ...(port !== undefined ? { port } : {}),
+    ...(maxBatch !== undefined ? { maxBatch } : {}),
+    ...(maxWaitMs !== undefined ? { maxWaitMs } : {}),
+    ...(threads !== undefined ? { threads } : {}),
+    ...(preprocessThreads !== undefined ? { preprocessThreads } : {}),
+    ...(values.campaign
+      ? { initial: { campaignId: values.campaign, version: versionArg === 'latest' ? 'latest' : Number(versionArg) } }
+      : {}),
+  });
+  const served = handle.engine.served;
+  console.log(
+    `[policy-server ${serverId}] listening on ${handle.url}, task queue "${handle.taskQueue}", ` +
+      (served ? `serving ${served.campaignId} v${served.version}` : 'no model yet (waiting for reloadPolicy)')
+  );
+  const stop = () => void handle.shutdown();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  await handle.running;
+  await handle.shutdown();
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
