@@ -81,7 +81,7 @@ export async function modelRolloutWorkflow(input: ModelRolloutInput): Promise<Mo
             tasks: input.gate.tasks,
             episodesPerTask: input.gate.episodesPerTask,
             endpoints: [server.url],
-            policyKind: 'server',
+            policyKind: 'embedded',
             atEpisodes: 0,
             startedAtMs: 0,
             record: false,
