@@ -52,7 +52,6 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
   const roles = opts.roles ?? ROLES;
   const logDir = path.join(settings.dataDir, 'logs');
   fs.mkdirSync(logDir, { recursive: true });
-  const tsx = require.resolve('tsx/cli');
   const specs: Array<{ role: Role; name: string; args: string[]; env: NodeJS.ProcessEnv }> = [];
   if (roles.includes('policy')) {
     for (let i = 0; i < (opts.policyServers ?? 1); i++) {
@@ -85,7 +84,8 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
   const launch = (spec: (typeof specs)[number]): LocalChild => {
     const logFile = path.join(logDir, `${spec.name}.log`);
     const out = fs.openSync(logFile, 'a');
-    const child = spawn(process.execPath, [tsx, path.join(PROJECT_ROOT, SCRIPTS[spec.role]), ...spec.args], {
+    // `node --import tsx script`: one process per role, so a signal (or kill -9) reaches the worker itself.
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, SCRIPTS[spec.role]), ...spec.args], {
       cwd: PROJECT_ROOT,
       env: { ...process.env, ...opts.env, ...spec.env },
       stdio: ['ignore', opts.echo ? 'pipe' : out, opts.echo ? 'pipe' : out],

@@ -65,7 +65,7 @@ export interface EvalPoint {
   perFamily: Record<string, number>;
 }
 
-export type CampaignPhase = 'starting' | 'precollecting' | 'running' | 'paused' | 'draining' | 'completed' | 'failed';
+export type CampaignPhase = 'starting' | 'warm-start' | 'precollecting' | 'running' | 'paused' | 'draining' | 'completed' | 'failed';
 
 export interface CampaignStatus {
   campaignId: string;
@@ -83,6 +83,8 @@ export interface CampaignStatus {
   lastEval: EvalPoint | null;
   evals: EvalPoint[];
   infraFailures: number;
+  rolledBack: number;
+  staleDropped: number;
   startedAtMs: number;
   runIndex: number;
 }

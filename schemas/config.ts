@@ -22,7 +22,7 @@ export const CampaignSectionSchema = z
     suite: z.string().min(1).default('quickstart').describe('Task suite name (tasks/suites/<suite>.json).'),
     maxTrainSteps: posInt.default(200).describe('Stop after this many train steps [§4.9: 200].'),
     maxEpisodes: posInt.default(1_000_000).describe('Stop after this many rollout episodes.'),
-    targetSuccess: prob.optional().describe('Stop early when held-out greedy success reaches this.'),
+    targetSuccess: prob.optional().describe('Stop early when held-out greedy success reaches this on every task family.'),
   })
   .describe('What to train and when to stop.');
 
@@ -96,7 +96,13 @@ export const PolicySchema = z
     maxWaitMs: z.number().nonnegative().default(2).describe('Dynamic batching: longest wait to fill a batch.'),
     vlmEndpoint: z.url().optional().describe('Base URL of the OpenAI-compatible server when kind = vlm.'),
     vlmModel: z.string().optional().describe('Model name sent to the VLM server.'),
-    bcWarmStartEpisodes: z.number().int().nonnegative().default(0).describe('Oracle demos for a behaviour-cloning warm start (0 = off).'),
+    bcWarmStartEpisodes: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe('Oracle demonstrations for a behaviour-cloning warm start before RL (0 = off); DART starts RL from an SFT model.'),
+    bcEpochs: posInt.default(20).describe('Passes over the demonstrations in the behaviour-cloning warm start.'),
   })
   .describe('The policy and the rollout service.');
 
@@ -114,7 +120,11 @@ export const EvalSchema = z
   .strictObject({
     everyVersions: posInt.default(5).describe('Evaluate every this many new policy versions.'),
     episodesPerTask: posInt.default(20).describe('Held-out greedy episodes per task family.'),
-    gateMinSuccessDrop: prob.default(0.2).describe('Model-rollout gate: refuse a version whose canary success drops by more.'),
+    gateMinSuccessDrop: prob
+      .default(0.2)
+      .describe('Model-rollout gate: refuse a version whose canary success drops by more than this (plus 2σ of the gate sample).'),
+    gateEveryVersions: z.number().int().nonnegative().default(1).describe('Gate every this many versions on the canary (0 = never).'),
+    gateEpisodesPerTask: posInt.default(8).describe('Greedy episodes per held-out task in the canary gate.'),
   })
   .describe('Held-out evaluation and the model-rollout gate.');
 

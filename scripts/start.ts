@@ -23,11 +23,18 @@ async function main(): Promise<void> {
   const config = loadCampaignConfig(path.join(PROJECT_ROOT, 'configs', 'quickstart.yaml'), [`campaign.id=quickstart-${stamp}`, ...process.argv.slice(2)]);
   const workers = startLocalWorkers(settings, { envWorkers: 1, envSlots: 4, envKind: 'browser', policyServers: 1 });
   console.log(`[start] workers: ${workers.children.map((c) => c.name).join(', ')} (logs in ${path.join(settings.dataDir, 'logs')})`);
-  const stopWorkers = () => void workers.stop().then(() => process.exit(130));
-  process.once('SIGINT', stopWorkers);
   const client = await DartflowClient.connect(settings);
+  let campaignRef: { terminate: () => Promise<unknown> } | undefined;
+  process.once('SIGINT', () => {
+    // Ctrl-C ends this demo campaign (a durable campaign would resume with the next workers otherwise).
+    console.log('\n[start] interrupted: terminating the campaign and stopping workers');
+    void (campaignRef?.terminate().catch(() => undefined) ?? Promise.resolve())
+      .then(() => workers.stop())
+      .then(() => process.exit(130));
+  });
   try {
     const campaign = await client.startCampaign(config);
+    campaignRef = { terminate: () => campaign.handle.terminate('npm start interrupted') };
     const uiLink = `${settings.temporal.uiUrl}/namespaces/${settings.temporal.namespace}/workflows/${campaign.handle.workflowId}`;
     console.log(`[start] campaign ${config.campaign.id}: ${uiLink}`);
     await watchCampaign(campaign, { maxTrainSteps: config.campaign.maxTrainSteps, target: config.campaign.targetSuccess });

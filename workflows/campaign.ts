@@ -13,6 +13,7 @@ import {
   ApplicationFailure,
   condition,
   continueAsNew,
+  executeChild,
   log,
   ParentClosePolicy,
   proxyActivities,
@@ -145,7 +146,18 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   setHandler(modelRolledOutSignal, (r) => {
     s.servedVersions = { ...r.servedVersions };
     rolloutInFlight = false;
-    if (!r.ok) log.warn('model rollout rolled back', { version: r.version, reason: r.reason });
+    if (r.ok && !evalInFlight && r.version - Math.max(0, s.lastEvalVersion) >= s.config.eval.everyVersions) {
+      // Evaluate once the new version is actually served, so the curve point measures that version.
+      startEval(r.version);
+    }
+    if (!r.ok) {
+      // The new version is abandoned: train on from what the servers still serve (the last good one).
+      const served = Object.values(r.servedVersions);
+      if (served.length > 0) s.policyVersion = Math.min(...served);
+      s.rolledBack++;
+      pruneStaleBuffer(s);
+      log.warn('model rollout rolled back', { version: r.version, trainingFrom: s.policyVersion, reason: r.reason });
+    }
     wake();
   });
   setHandler(pauseUpdate, () => {
@@ -267,16 +279,17 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
           version,
           servers: endpoints,
           servedVersions: s.servedVersions,
-          gate: s.config.campaign.mode === 'sync' ? null : gateFor(),
+          gate: s.config.campaign.mode === 'sync' ? null : gateFor(version),
         },
       ],
     });
   }
 
-  function gateFor() {
+  function gateFor(version: number) {
     const last = s.evals.at(-1);
-    if (!last || s.heldOut.length === 0) return null;
-    return { tasks: s.heldOut.map((t) => t.spec), episodesPerTask: 4, baseline: last.successRate, maxDrop: s.config.eval.gateMinSuccessDrop };
+    const every = s.config.eval.gateEveryVersions;
+    if (!last || s.heldOut.length === 0 || every === 0 || version % every !== 0) return null;
+    return { tasks: s.heldOut.map((t) => t.spec), episodesPerTask: s.config.eval.gateEpisodesPerTask, baseline: last.successRate, maxDrop: s.config.eval.gateMinSuccessDrop };
   }
 
   function startEval(version: number): void {
@@ -316,6 +329,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
         groups: batch.groups,
         trainer: s.config.trainer,
         maxStaleness: s.config.curation.maxStaleness,
+        referenceVersion: s.referenceVersion ?? 0,
         policy: { seed: s.config.policy.seed, width: s.config.policy.width },
       });
       s.trainSteps++;
@@ -351,13 +365,91 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     );
   }
 
+  /**
+   * Optional behaviour-cloning warm start (DART starts RL from an SFT model): oracle demonstrations on
+   * train seeds through the env workers, then one behaviourClone step on the trainer → the next version.
+   */
+  async function warmStart(): Promise<void> {
+    const want = s.config.policy.bcWarmStartEpisodes;
+    const perGroup = 8;
+    const groups = Math.ceil(want / perGroup);
+    const lanes = Math.max(1, Math.floor(s.config.rollout.envConcurrency / perGroup));
+    const demos: GroupSummary[] = [];
+    let next = 0;
+    const lane = async () => {
+      while (next < groups) {
+        const i = next++;
+        const task = s.tasks[i % s.tasks.length]!;
+        const groupId = `${s.campaignId}-demo${String(i).padStart(5, '0')}`;
+        const span = task.trainSeeds.to - task.trainSeeds.from - perGroup;
+        demos.push(
+          await executeChild(taskGroupWorkflow, {
+            workflowId: groupId,
+            taskQueue: TASK_QUEUES.orchestrator,
+            args: [
+              {
+                campaignId: s.campaignId,
+                groupId,
+                task: task.spec,
+                seed: task.trainSeeds.from + ((i * 104729) % Math.max(1, span)),
+                n: perGroup,
+                maxSteps: task.maxSteps,
+                policy: { kind: 'oracle', endpoints: [], temperature: 1 },
+                experiencePool: false,
+                poolWanted: 0,
+                source: 'demo',
+                distinctSeeds: true,
+              },
+            ],
+          })
+        );
+        publish();
+      }
+    };
+    await Promise.all(Array.from({ length: lanes }, lane));
+    const refs = demos
+      .map((g) => ({
+        groupId: g.groupId,
+        taskId: g.taskId,
+        trajectories: g.trajectories
+          .filter((t) => (t.reward ?? 0) > 0)
+          .map((t) => ({ trajectoryId: t.trajectoryId, manifestKey: t.manifestKey, reward: t.reward ?? 0, injectedFromPool: false })),
+      }))
+      .filter((g) => g.trajectories.length > 0);
+    const result = await trainer.behaviourClone({
+      campaignId: s.campaignId,
+      trainStep: s.trainSteps + 1,
+      fromVersion: s.policyVersion,
+      demos: refs,
+      epochs: s.config.policy.bcEpochs,
+      learningRate: s.config.trainer.learningRate,
+      minibatchSize: s.config.trainer.minibatchSize,
+      policy: { seed: s.config.policy.seed, width: s.config.policy.width },
+    });
+    s.trainSteps++;
+    s.policyVersion = result.version;
+    s.referenceVersion = result.version;
+    s.phase = 'running';
+  }
+
   // ---- main loop -------------------------------------------------------------------------------------
   await refreshEndpoints();
-  if (s.runIndex === 0 && s.policyVersion === 0 && Object.keys(s.servedVersions).length === 0) {
-    await rollOut(0);
-    await condition(() => !rolloutInFlight, '10 minutes');
+  if (s.runIndex === 0 && s.trainSteps === 0) {
+    if (Object.keys(s.servedVersions).length === 0) {
+      await rollOut(s.policyVersion);
+      await condition(() => !rolloutInFlight, '10 minutes');
+    }
+    startEval(s.policyVersion);
+    if (s.config.policy.bcWarmStartEpisodes > 0) {
+      s.phase = 'warm-start';
+      publish();
+      await warmStart();
+      await condition(() => !evalInFlight);
+      await rollOut(s.policyVersion);
+      await condition(() => !rolloutInFlight, '10 minutes');
+      startEval(s.policyVersion);
+    }
   }
-  if (s.evals.length === 0 && s.runIndex === 0) startEval(s.policyVersion);
   let iterations = 0;
   const syncMode = s.config.campaign.mode === 'sync';
 
@@ -389,7 +481,6 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       if (result) {
         await rollOut(result.version);
         await condition(() => !rolloutInFlight);
-        if (result.version - Math.max(0, s.lastEvalVersion) >= s.config.eval.everyVersions) startEval(result.version);
       }
     } else {
       // Rollout-wise: fill env capacity, then train whenever enough eligible groups are buffered.
@@ -402,9 +493,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
         const batch = selectTrainBatch(s);
         if (batch) {
           void runTrainStep().then(async (result) => {
-            if (!result) return;
-            await rollOut(result.version);
-            if (!evalInFlight && result.version - Math.max(0, s.lastEvalVersion) >= s.config.eval.everyVersions) startEval(result.version);
+            if (result) await rollOut(result.version);
           });
         }
       }

@@ -4,6 +4,7 @@
  */
 import { getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { createCampaignDataActivities } from '../activities/data/campaign-data';
+import type { RunEpisodeResult } from '../activities/env/input';
 import type { EnvActivities } from '../activities/env/run-episode';
 import type { EvalPoint } from '../schemas/campaign';
 import { TASK_QUEUES } from '../schemas/task-queues';
@@ -23,7 +24,7 @@ export interface EvaluateInput {
   record?: boolean;
 }
 
-const { runEpisode } = proxyActivities<EnvActivities>({
+const { runEpisode, runEpisodes } = proxyActivities<EnvActivities>({
   taskQueue: TASK_QUEUES.env,
   startToCloseTimeout: '15 minutes',
   heartbeatTimeout: '1 minute',
@@ -45,29 +46,43 @@ export function heldOutSeeds(task: EvaluateInput['tasks'][number], count: number
 
 export async function evaluateWorkflow(input: EvaluateInput): Promise<EvalPoint> {
   const evalId = workflowInfo().workflowId;
-  const jobs = input.tasks.flatMap((task) =>
-    heldOutSeeds(task, input.episodesPerTask).map((seed, i) => ({ task, seed, i }))
-  );
-  const results = await Promise.allSettled(
-    jobs.map(({ task, seed, i }) =>
-      runEpisode({
-        campaignId: `${input.campaignId}.eval`,
-        groupId: `${evalId}-${task.id}`.slice(-180),
-        trajectoryId: `${evalId}-${task.id}-${i}`.slice(-190),
-        task,
-        seed,
-        policy: { kind: input.policyKind, endpoints: input.endpoints, versionHint: input.version, temperature: 0, options: { greedy: true } },
-        source: 'rollout',
+  const jobs = input.tasks.flatMap((task) => heldOutSeeds(task, input.episodesPerTask).map((seed, i) => ({ task, seed, i })));
+  const episodeInput = ({ task, seed, i }: (typeof jobs)[number]) => ({
+    campaignId: `${input.campaignId}.eval`,
+    groupId: `${evalId}-${task.id}`.slice(-180),
+    trajectoryId: `${evalId}-${task.id}-${i}`.slice(-190),
+    task,
+    seed,
+    policy: { kind: input.policyKind, endpoints: input.endpoints, versionHint: input.version, temperature: 0, options: { greedy: true } },
+    source: 'rollout' as const,
+  });
+  // One batched activity per task; episodes that failed for infrastructure reasons are retried one by one.
+  const byTask = input.tasks.map((task) => jobs.filter((j) => j.task === task));
+  const results: Array<PromiseSettledResult<RunEpisodeResult>> = (
+    await Promise.all(
+      byTask.map(async (taskJobs) => {
+        const outcomes = await runEpisodes({ episodes: taskJobs.map(episodeInput) });
+        return Promise.allSettled(
+          outcomes.map(async (o, k) => {
+            if (o.ok) return o.result;
+            if (o.nonRetryable) throw new Error(`${o.errorType}: ${o.message}`);
+            return runEpisode(episodeInput(taskJobs[k]!));
+          })
+        );
       })
     )
-  );
+  ).flat();
+  const ordered = byTask.flat();
   const perTask: Record<string, { ok: number; n: number }> = {};
+  const answeredBy = new Set<number>();
   let ok = 0;
   let n = 0;
   results.forEach((r, idx) => {
-    const job = jobs[idx]!;
+    const job = ordered[idx]!;
     const family = typeof job.task.family === 'string' ? job.task.family : job.task.id;
     if (r.status !== 'fulfilled' || r.value.reward === null) return; // infra failure: not a data point
+    answeredBy.add(r.value.maxPolicyVersion);
+    answeredBy.add(r.value.minPolicyVersion);
     const t = (perTask[family] ??= { ok: 0, n: 0 });
     t.n++;
     n++;
@@ -77,7 +92,8 @@ export async function evaluateWorkflow(input: EvaluateInput): Promise<EvalPoint>
     }
   });
   const point: EvalPoint = {
-    version: input.version,
+    // The version that actually answered (servers may roll while an evaluation runs).
+    version: answeredBy.size === 1 ? [...answeredBy][0]! : input.version,
     successRate: n === 0 ? 0 : ok / n,
     episodes: n,
     atEpisodes: input.atEpisodes,

@@ -88,8 +88,12 @@ export async function modelRolloutWorkflow(input: ModelRolloutInput): Promise<Mo
           },
         ],
       });
-      if (point.episodes > 0 && point.successRate < input.gate.baseline - input.gate.maxDrop) {
-        await rollback(`canary gate failed: success ${point.successRate.toFixed(2)} < baseline ${input.gate.baseline.toFixed(2)} − ${input.gate.maxDrop}`);
+      // Refuse only a drop beyond maxDrop plus two standard errors of the gate's small sample.
+      const b = input.gate.baseline;
+      const noise = point.episodes > 0 ? 2 * Math.sqrt((b * (1 - b)) / point.episodes) : 0;
+      const floor = b - input.gate.maxDrop - noise;
+      if (point.episodes > 0 && point.successRate < floor) {
+        await rollback(`canary gate failed: success ${point.successRate.toFixed(2)} < ${floor.toFixed(2)} (baseline ${b.toFixed(2)} − ${input.gate.maxDrop} − 2σ)`);
         break;
       }
     }

@@ -29,9 +29,11 @@ export interface TaskGroupInput {
   /** Successes of this group to add to the task's pool (the campaign knows how many the pool still wants). */
   poolWanted: number;
   source?: 'rollout' | 'precollect' | 'demo';
+  /** Demonstrations only: episode i uses seed + i (a GRPO group always shares one seed). */
+  distinctSeeds?: boolean;
 }
 
-const { runEpisode } = proxyActivities<EnvActivities>({
+const { runEpisode, runEpisodes } = proxyActivities<EnvActivities>({
   taskQueue: TASK_QUEUES.env,
   // An episode is seconds on the browser env, minutes on OSWorld; heartbeats every step catch dead workers fast.
   startToCloseTimeout: '15 minutes',
@@ -68,29 +70,35 @@ function toSummary(r: RunEpisodeResult, groupId: string): TrajectorySummary {
 
 export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSummary> {
   const startedAt = Date.now();
-  const settled = await Promise.allSettled(
-    Array.from({ length: input.n }, (_, i) =>
-      runEpisode({
-        campaignId: input.campaignId,
-        groupId: input.groupId,
-        trajectoryId: `${input.groupId}-e${i}`,
-        task: input.task,
-        seed: input.seed,
-        maxSteps: input.maxSteps,
-        policy: {
-          kind: input.policy.kind,
-          endpoints: input.policy.endpoints,
-          versionHint: input.policy.versionHint,
-          temperature: input.policy.temperature,
-          options: input.policy.options ?? {},
-        },
-        source: input.source ?? 'rollout',
-      })
-    )
+  const episodes = Array.from({ length: input.n }, (_, i) => ({
+    campaignId: input.campaignId,
+    groupId: input.groupId,
+    trajectoryId: `${input.groupId}-e${i}`,
+    task: input.task,
+    seed: input.distinctSeeds ? input.seed + i : input.seed,
+    maxSteps: input.maxSteps,
+    policy: {
+      kind: input.policy.kind,
+      endpoints: input.policy.endpoints,
+      versionHint: input.policy.versionHint,
+      temperature: input.policy.temperature,
+      options: input.policy.options ?? {},
+    },
+    source: input.source ?? 'rollout',
+  }));
+  // All n episodes in one activity (one env worker, concurrent over its slots); an episode that failed
+  // for infrastructure reasons is retried on its own with Temporal's retry policy, keeping its id.
+  const outcomes = await runEpisodes({ episodes });
+  const results = await Promise.allSettled(
+    outcomes.map(async (o, i) => {
+      if (o.ok) return o.result;
+      if (o.nonRetryable) throw new Error(`${o.errorType}: ${o.message}`);
+      return runEpisode(episodes[i]!);
+    })
   );
   const trajectories: TrajectorySummary[] = [];
   let infraFailures = 0;
-  for (const s of settled) {
+  for (const s of results) {
     if (s.status === 'fulfilled' && s.value.status === 'ok' && s.value.reward !== null) trajectories.push(toSummary(s.value, input.groupId));
     else {
       infraFailures++;

@@ -220,8 +220,19 @@ export async function runEpisodeCore(deps: EnvActivityDeps, raw: RunEpisodeInput
   }
 }
 
+/** One episode's outcome inside a batch: a result, or the typed failure Temporal would have seen. */
+export type EpisodeOutcome =
+  | { ok: true; result: RunEpisodeResult }
+  | { ok: false; trajectoryId: string; errorType: string; message: string; nonRetryable: boolean };
+
 export interface EnvActivities {
   runEpisode(input: RunEpisodeInput): Promise<RunEpisodeResult>;
+  /**
+   * The episodes of one GRPO group in one activity (they run concurrently over this worker's env slots):
+   * an eighth of the Temporal round trips of one activity per episode. A failed episode is reported in
+   * its outcome, not thrown, so the others' results are kept; the workflow retries it on its own.
+   */
+  runEpisodes(input: { episodes: RunEpisodeInput[] }): Promise<EpisodeOutcome[]>;
 }
 
 /** Activities of the env worker (Temporal's dependency-injection pattern: `activities: createEnvActivities(deps)`). */
@@ -229,6 +240,39 @@ export function createEnvActivities(deps: EnvActivityDeps): EnvActivities {
   return {
     async runEpisode(input: RunEpisodeInput): Promise<RunEpisodeResult> {
       return runEpisodeCore(deps, input, temporalHooks());
+    },
+    async runEpisodes(input: { episodes: RunEpisodeInput[] }): Promise<EpisodeOutcome[]> {
+      const ctx = Context.current();
+      const progress: Record<string, number> = {};
+      const beat = () => ctx.heartbeat({ steps: progress });
+      // Episodes may wait for a free env slot; a timer keeps heartbeats (and cancellation) flowing meanwhile.
+      const timer = setInterval(beat, 5_000);
+      try {
+        const hooks: EpisodeHooks = {
+          heartbeat: (d) => {
+            progress[d.trajectoryId] = d.step;
+            beat();
+          },
+          signal: ctx.cancellationSignal,
+          attempt: ctx.info.attempt,
+        };
+        const settled = await Promise.allSettled((input.episodes ?? []).map((e) => runEpisodeCore(deps, e, hooks)));
+        return settled.map((r, i): EpisodeOutcome => {
+          if (r.status === 'fulfilled') return { ok: true, result: r.value };
+          if (r.reason instanceof CancelledFailure) throw r.reason;
+          const failure = toActivityFailure(r.reason);
+          const af = failure instanceof ApplicationFailure ? failure : undefined;
+          return {
+            ok: false,
+            trajectoryId: String((input.episodes[i] as { trajectoryId?: unknown }).trajectoryId ?? i),
+            errorType: af?.type ?? failure.name,
+            message: failure.message.slice(0, 2000),
+            nonRetryable: af?.nonRetryable ?? false,
+          };
+        });
+      } finally {
+        clearInterval(timer);
+      }
     },
   };
 }

@@ -51,6 +51,7 @@ const TrainStepInputSchema = z.object({
   groups: z.array(TrainGroupRefSchema).min(1),
   trainer: TrainerSchema,
   maxStaleness: z.number().int().nonnegative(),
+  referenceVersion: z.number().int().nonnegative().default(0),
   policy: z.object({ seed: z.number().int(), width: z.number().int().positive() }),
 });
 const BehaviourCloneInputSchema = z.object({
@@ -165,7 +166,7 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
 
   try {
     const current = await loadCheckpoint(store, input.campaignId, input.fromVersion, spec);
-    const reference = input.trainer.useKl && input.trainer.klBeta > 0 ? await loadCheckpoint(store, input.campaignId, 0, spec) : undefined;
+    const reference = input.trainer.useKl && input.trainer.klBeta > 0 ? await loadCheckpoint(store, input.campaignId, input.referenceVersion, spec) : undefined;
     heartbeat({ phase: 'loading', trainStep: input.trainStep });
     const loaded = await loadTrainSamples(store, spec, input.groups);
     // Staleness bound per step sample (DART §3.4): pooled successes are exempt, as in DART's pool lookup.

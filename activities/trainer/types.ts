@@ -16,6 +16,8 @@ export interface TrainStepInput {
   groups: TrainGroupRef[];
   trainer: CampaignConfig['trainer'];
   maxStaleness: number;
+  /** Reference policy of the KL term: the initial model (v0) or the behaviour-cloned warm start. */
+  referenceVersion?: number;
   policy: Pick<CampaignConfig['policy'], 'seed' | 'width'>;
 }
 

@@ -56,12 +56,16 @@ export interface CampaignState {
   buffer: GroupSummary[];
   inFlight: Record<string, InFlightGroup>;
   policyVersion: number;
+  /** Reference policy of the KL term: v0, or the behaviour-cloned warm start (DART: the SFT model). */
+  referenceVersion: number;
   servedVersions: Record<string, number>;
   pinnedVersion: number | null;
   trainSteps: number;
   episodes: number;
   infraFailures: number;
   staleDropped: number;
+  /** Model rollouts that were rolled back (failed load or canary gate). */
+  rolledBack: number;
   evals: EvalPoint[];
   lastEvalVersion: number;
   /** Trajectory ids already consumed by a train step (guards "each at most once" in the workflow too). */
@@ -97,12 +101,14 @@ export function initialCampaignState(args: {
     buffer: [],
     inFlight: {},
     policyVersion: args.initialVersion,
+    referenceVersion: args.initialVersion,
     servedVersions: {},
     pinnedVersion: null,
     trainSteps: 0,
     episodes: 0,
     infraFailures: 0,
     staleDropped: 0,
+    rolledBack: 0,
     evals: [],
     lastEvalVersion: -1,
     consumedCount: 0,
@@ -280,7 +286,10 @@ export function shouldStop(s: CampaignState): boolean {
   if (s.stopRequested) return true;
   if (s.trainSteps >= c.maxTrainSteps || s.episodes >= c.maxEpisodes) return true;
   const last = s.evals.at(-1);
-  return c.targetSuccess !== undefined && last !== undefined && last.successRate >= c.targetSuccess;
+  if (c.targetSuccess === undefined || last === undefined) return false;
+  // The target holds for every task family, not just on average.
+  const families = Object.values(last.perFamily);
+  return last.successRate >= c.targetSuccess && families.every((v) => v >= c.targetSuccess!);
 }
 
 export function campaignStatus(s: CampaignState): CampaignStatus {
@@ -300,6 +309,8 @@ export function campaignStatus(s: CampaignState): CampaignStatus {
     lastEval: s.evals.at(-1) ?? null,
     evals: s.evals.slice(-20),
     infraFailures: s.infraFailures,
+    rolledBack: s.rolledBack,
+    staleDropped: s.staleDropped,
     startedAtMs: s.startedAtMs,
     runIndex: s.runIndex,
   };

@@ -1,0 +1,73 @@
+/**
+ * Learning-curve benchmark of the trainer (issue 5): the embedded policy learns click-colour from scratch
+ * and enter-text from a behaviour-cloning warm start, in one process (bench/lib/local-rl.ts: real
+ * Chromium envs, the policy engine, trainStep on MinIO). Writes docs/bench/learning.json and PNG charts
+ * (success vs episodes and vs wall time). Run: npm run bench -- learning [--quick]
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseCampaignConfig } from '../config/load';
+import { BrowserEnvPool } from '../envs';
+import { loadInfraSettings, PROJECT_ROOT } from '../infra/settings';
+import { lineChartSvg, writeSvgAsPng } from '../lib/charts';
+import { ObjectStore } from '../storage/object-store';
+import { loadTask } from '../tasks/loader';
+import { runLocalRl, type LocalRlResult } from './lib/local-rl';
+
+interface Run {
+  name: string;
+  task: string;
+  bcDemos: number;
+  maxEpisodes: number;
+}
+
+export async function benchLearning(args: string[]): Promise<void> {
+  const quick = args.includes('--quick');
+  const settings = loadInfraSettings();
+  const store = ObjectStore.fromSettings(settings).withBucket('dartflow-bench');
+  const runs: Run[] = [
+    { name: 'click-colour (from scratch)', task: 'click-colour', bcDemos: 0, maxEpisodes: quick ? 2000 : 30_000 },
+    { name: 'click-target (from scratch)', task: 'click-target', bcDemos: 0, maxEpisodes: quick ? 2000 : 10_000 },
+    { name: 'enter-text (BC warm start, 200 demos)', task: 'enter-text', bcDemos: 200, maxEpisodes: quick ? 2000 : 20_000 },
+  ];
+  const trainer = parseCampaignConfig({ trainer: { learningRate: 3e-3, klBeta: 0, epochs: 2 } }).trainer;
+  const results: Array<Run & { result: LocalRlResult }> = [];
+  for (const run of runs) {
+    const pool = new BrowserEnvPool({ slots: 4, executablePath: settings.chromiumPath });
+    try {
+      console.log(`[bench learning] ${run.name}`);
+      const result = await runLocalRl({
+        store,
+        pool,
+        campaignId: `bench-learning-${run.task}-${Date.now()}`,
+        tasks: [loadTask(run.task)],
+        trainer,
+        groupSize: 8,
+        groupsPerStep: 16,
+        maxEpisodes: run.maxEpisodes,
+        bcDemos: run.bcDemos,
+        bcEpochs: 15,
+        evalEvery: 3,
+        evalEpisodesPerTask: 50,
+        target: { success: 0.9, consecutive: 2 },
+        log: (l) => console.log(`  ${l}`),
+      });
+      results.push({ ...run, result });
+      console.log(`  → ${result.reachedAt ? `90% reached after ${result.reachedAt.episodes} episodes, ${result.reachedAt.seconds.toFixed(0)} s` : `not reached in ${result.episodes} episodes`}`);
+    } finally {
+      await pool.close();
+    }
+  }
+  const outDir = path.join(PROJECT_ROOT, 'docs', 'bench');
+  fs.mkdirSync(outDir, { recursive: true });
+  fs.writeFileSync(
+    path.join(outDir, 'learning.json'),
+    JSON.stringify({ measuredAt: new Date().toISOString(), machine: '2-core x86-64 (shared)', trainer, runs: results }, null, 2)
+  );
+  const series = (x: 'episodes' | 'seconds') =>
+    results.map((r) => ({ name: r.name, points: r.result.curve.map((p) => [x === 'episodes' ? p.episodes : p.seconds, p.success] as [number, number]) }));
+  const common = { yLabel: 'held-out greedy success', yMin: 0, yMax: 1, hLines: [{ y: 0.9, label: '90%' }], width: 860 };
+  await writeSvgAsPng(lineChartSvg(series('episodes'), { ...common, title: 'Embedded policy learning curves (success vs episodes)', xLabel: 'training episodes' }), path.join(outDir, 'learning-vs-episodes.png'), settings.chromiumPath);
+  await writeSvgAsPng(lineChartSvg(series('seconds'), { ...common, title: 'Embedded policy learning curves (success vs wall time)', xLabel: 'wall time (s)' }), path.join(outDir, 'learning-vs-time.png'), settings.chromiumPath);
+  console.log(`[bench learning] wrote docs/bench/learning.json and learning-vs-{episodes,time}.png`);
+}

@@ -1,0 +1,24 @@
+/** `npm run bench -- <suite> [options]`: benchmarks (not tests); results and charts go to docs/bench/. */
+import { ensureInfra } from '../scripts/ensure-infra';
+import { benchLearning } from './learning';
+
+const SUITES: Record<string, (args: string[]) => Promise<void>> = {
+  learning: benchLearning,
+};
+
+async function main(): Promise<void> {
+  const [suite, ...args] = process.argv.slice(2);
+  const run = suite ? SUITES[suite] : undefined;
+  if (!run) {
+    console.log(`usage: npm run bench -- <suite>\nsuites: ${Object.keys(SUITES).join(', ')}\n(also: npx tsx bench/env-throughput.ts, npx tsx bench/policy-throughput.ts)`);
+    process.exit(suite ? 1 : 0);
+  }
+  await ensureInfra({ quiet: true });
+  await run(args);
+  process.exit(0);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
