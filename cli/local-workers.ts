@@ -25,6 +25,8 @@ export interface LocalWorkersOptions {
   env?: NodeJS.ProcessEnv;
   /** Echo child output to this process's stdout (prefixed) as well as the log file. */
   echo?: boolean;
+  /** Where child logs go (default <dataDir>/logs). */
+  logDir?: string;
 }
 
 export interface LocalChild {
@@ -50,7 +52,7 @@ const SCRIPTS: Record<Role, string> = {
 
 export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOptions = {}): LocalWorkers {
   const roles = opts.roles ?? ROLES;
-  const logDir = path.join(settings.dataDir, 'logs');
+  const logDir = opts.logDir ?? path.join(settings.dataDir, 'logs');
   fs.mkdirSync(logDir, { recursive: true });
   const specs: Array<{ role: Role; name: string; args: string[]; env: NodeJS.ProcessEnv }> = [];
   if (roles.includes('policy')) {
@@ -88,7 +90,7 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, SCRIPTS[spec.role]), ...spec.args], {
       cwd: PROJECT_ROOT,
       env: { ...process.env, ...opts.env, ...spec.env },
-      stdio: ['ignore', opts.echo ? 'pipe' : out, opts.echo ? 'pipe' : out],
+      stdio: ['ignore', opts.echo ? 'pipe' : out, opts.echo ? 'pipe' : out, 'ipc'],
     });
     if (opts.echo) {
       for (const stream of [child.stdout, child.stderr]) {

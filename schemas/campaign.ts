@@ -79,6 +79,8 @@ export interface CampaignStatus {
   groupsInFlight: number;
   episodesInFlight: number;
   bufferedGroups: number;
+  /** A train step is running on the trainer right now. */
+  trainInFlight: boolean;
   recentSuccessRate: number;
   lastEval: EvalPoint | null;
   evals: EvalPoint[];

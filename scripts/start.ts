@@ -25,8 +25,11 @@ async function main(): Promise<void> {
   console.log(`[start] workers: ${workers.children.map((c) => c.name).join(', ')} (logs in ${path.join(settings.dataDir, 'logs')})`);
   const client = await DartflowClient.connect(settings);
   let campaignRef: { terminate: () => Promise<unknown> } | undefined;
-  process.once('SIGINT', () => {
+  let interrupted = false;
+  process.on('SIGINT', () => {
     // Ctrl-C ends this demo campaign (a durable campaign would resume with the next workers otherwise).
+    if (interrupted) return; // a second Ctrl-C (or the group-wide signal) must not cut the cleanup short
+    interrupted = true;
     console.log('\n[start] interrupted: terminating the campaign and stopping workers');
     void (campaignRef?.terminate().catch(() => undefined) ?? Promise.resolve())
       .then(() => workers.stop())

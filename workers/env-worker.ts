@@ -11,6 +11,7 @@ import { createEnvActivities } from '../activities/env/run-episode';
 import type { PolicyFactory } from '../activities/env/policy';
 import { createEnvPool, envPoolConfigFromEnv, type EnvPoolConfig } from '../envs/pool-factory';
 import type { EnvPool } from '../envs/types';
+import { exitWithParent } from '../infra/parent-watch';
 import { loadInfraSettings, type InfraSettings } from '../infra/settings';
 import { connectWorker } from '../infra/temporal-connection';
 import { installQuietRuntime } from '../infra/runtime';
@@ -78,6 +79,7 @@ export async function createEnvWorker(opts: EnvWorkerOptions = {}): Promise<EnvW
 
 async function main(): Promise<void> {
   const handle = await createEnvWorker();
+  exitWithParent(() => handle.shutdown());
   const s = handle.pool.stats();
   console.log(`[env-worker] ${s.slots} ${s.kind} env slots on task queue "${ENV_TASK_QUEUE}"`);
   process.once('SIGINT', () => handle.shutdown());

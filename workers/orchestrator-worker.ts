@@ -9,6 +9,7 @@ import { createProofActivities } from '../activities/data/proof';
 import { ensureInitialCheckpoint } from '../activities/trainer/checkpoints';
 import { specForWidth } from '../activities/trainer/train-step';
 import { installQuietRuntime } from '../infra/runtime';
+import { exitWithParent } from '../infra/parent-watch';
 import { loadInfraSettings, type InfraSettings } from '../infra/settings';
 import { connectWorker } from '../infra/temporal-connection';
 import { TASK_QUEUES } from '../schemas/task-queues';
@@ -47,6 +48,7 @@ export async function createOrchestratorWorker(
 
 async function main(): Promise<void> {
   const worker = await createOrchestratorWorker(loadInfraSettings());
+  exitWithParent(() => worker.shutdown());
   console.log(`[orchestrator] polling task queue "${TASK_QUEUES.orchestrator}"`);
   await worker.run();
 }

@@ -17,6 +17,7 @@ import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { keepAnnouncing } from '../activities/data/policy-registry';
 import { createPolicyActivities } from '../activities/policy';
 import { installQuietRuntime } from '../infra/runtime';
+import { exitWithParent } from '../infra/parent-watch';
 import { loadInfraSettings, type InfraSettings } from '../infra/settings';
 import { connectWorker } from '../infra/temporal-connection';
 import { defaultPolicySpec, validateSpec, type PolicySpec } from '../policy/spec';
@@ -208,6 +209,7 @@ async function main(): Promise<void> {
       (served ? `serving ${served.campaignId} v${served.version}` : 'no model yet (waiting for reloadPolicy)')
   );
   const stop = () => void handle.shutdown();
+  exitWithParent(stop);
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   await handle.running;

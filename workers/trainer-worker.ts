@@ -6,6 +6,7 @@
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { createTrainerActivities } from '../activities/trainer/train-step';
 import { installQuietRuntime } from '../infra/runtime';
+import { exitWithParent } from '../infra/parent-watch';
 import { loadInfraSettings, type InfraSettings } from '../infra/settings';
 import { connectWorker } from '../infra/temporal-connection';
 import { TASK_QUEUES } from '../schemas/task-queues';
@@ -31,6 +32,7 @@ export async function createTrainerWorker(settings: InfraSettings, overrides: Pa
 
 async function main(): Promise<void> {
   const worker = await createTrainerWorker(loadInfraSettings());
+  exitWithParent(() => worker.shutdown());
   console.log(`[trainer] polling task queue "${TASK_QUEUES.trainer}"`);
   await worker.run();
 }

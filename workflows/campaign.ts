@@ -131,7 +131,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   };
 
   // ---- control plane -------------------------------------------------------------------------------
-  setHandler(statusQuery, () => campaignStatus(s));
+  setHandler(statusQuery, () => campaignStatus(s, { trainInFlight }));
   setHandler(taskStatsQuery, () => Object.values(s.stats));
   setHandler(groupFinishedSignal, (g: GroupSummary) => {
     // Successes the group added to the pool are counted by their pool writes (bounded by poolWanted).

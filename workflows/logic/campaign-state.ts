@@ -292,7 +292,7 @@ export function shouldStop(s: CampaignState): boolean {
   return last.successRate >= c.targetSuccess && families.every((v) => v >= c.targetSuccess!);
 }
 
-export function campaignStatus(s: CampaignState): CampaignStatus {
+export function campaignStatus(s: CampaignState, live: { trainInFlight?: boolean } = {}): CampaignStatus {
   return {
     campaignId: s.campaignId,
     phase: s.paused && s.phase === 'running' ? 'paused' : s.phase,
@@ -305,6 +305,7 @@ export function campaignStatus(s: CampaignState): CampaignStatus {
     groupsInFlight: Object.keys(s.inFlight).length,
     episodesInFlight: episodesInFlight(s),
     bufferedGroups: s.buffer.length,
+    trainInFlight: live.trainInFlight ?? false,
     recentSuccessRate: recentSuccess(s),
     lastEval: s.evals.at(-1) ?? null,
     evals: s.evals.slice(-20),

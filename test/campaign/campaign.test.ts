@@ -1,0 +1,176 @@
+/**
+ * A real campaign end to end on the dev server: orchestrator, env worker (Chromium), policy server and
+ * trainer as separate processes (kill -9 able), in a private namespace and bucket. One campaign exercises
+ * completion with rising success, continue-as-new, pause/resume/setConfig, and crash recovery of the env
+ * worker and the trainer; then a model rollout with a corrupt checkpoint rolls back.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
+import { createCampaignDataActivities } from '../../activities/data/campaign-data';
+import { listCheckpoints } from '../../activities/trainer/checkpoints';
+import { startLocalWorkers, type LocalWorkers } from '../../cli/local-workers';
+import { readLineage } from '../../cli/lineage';
+import { CampaignHandle, DartflowClient } from '../../client/dartflow-client';
+import { registerSearchAttributes } from '../../infra/services';
+import type { InfraSettings } from '../../infra/settings';
+import { connectClient } from '../../infra/temporal-connection';
+import type { CampaignStatus } from '../../schemas/campaign';
+import { TrajectoryManifestSchema } from '../../schemas/records';
+import { TASK_QUEUES } from '../../schemas/task-queues';
+import { keys } from '../../storage/keys';
+import type { ObjectStore } from '../../storage/object-store';
+import { modelRolloutWorkflow } from '../../workflows';
+import { freePort, freshBucket, testSettings, uniqueSuffix } from '../helpers/infra';
+
+let settings: InfraSettings;
+let store: ObjectStore;
+let cleanupBucket: () => Promise<void>;
+let workers: LocalWorkers;
+let client: DartflowClient;
+let dataDir: string;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 300_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+before(async () => {
+  const base = testSettings();
+  const namespace = `dartflow-test-${uniqueSuffix()}`;
+  const admin = await connectClient(base);
+  await admin.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+  await admin.connection.close();
+  ({ store, cleanup: cleanupBucket } = await freshBucket('campaign'));
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dartflow-campaign-'));
+  settings = { ...base, dataDir, temporal: { ...base.temporal, namespace }, s3: { ...base.s3, bucket: store.bucket } };
+  await waitFor('the new namespace', async () => {
+    await registerSearchAttributes(settings);
+    return true;
+  }, 30_000);
+  workers = startLocalWorkers(settings, {
+    envWorkers: 1,
+    envSlots: 2,
+    policyServers: 1,
+    policyBasePort: await freePort(),
+    env: { TEMPORAL_NAMESPACE: namespace, S3_BUCKET: store.bucket, DARTFLOW_DATA_DIR: dataDir },
+  });
+  client = await DartflowClient.connect(settings);
+});
+
+after(async () => {
+  await client?.close();
+  await workers?.stop();
+  await cleanupBucket?.();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+let campaign: CampaignHandle;
+const campaignId = `itest-${uniqueSuffix()}`;
+
+test('a campaign learns, continues-as-new, obeys pause/resume/setConfig and survives kill -9 of env worker and trainer', async () => {
+  campaign = await client.startCampaign(
+    {
+      campaign: { id: campaignId, suite: 'quickstart', maxTrainSteps: 8 },
+      rollout: { envConcurrency: 8, maxSteps: 4 },
+      policy: { bcWarmStartEpisodes: 48, bcEpochs: 10 },
+      trainer: { learningRate: 3e-3, klBeta: 0, minGroups: 2, maxGroups: 4, epochs: 2 },
+      eval: { everyVersions: 4, episodesPerTask: 10, gateEveryVersions: 0 },
+    },
+    { continueAsNewAfterIterations: 6 }
+  );
+  const firstRunId = (await campaign.handle.describe()).runId;
+
+  // pause: no new groups start; once in-flight groups drain, the episode count stands still
+  await waitFor('2 train steps', async () => (await campaign.status()).trainSteps >= 2);
+  assert.equal((await campaign.pause()).phase, 'paused');
+  const drained: CampaignStatus = await waitFor('in-flight groups to drain', async () => {
+    const s = await campaign.status();
+    return s.groupsInFlight === 0 && !s.trainInFlight ? s : undefined;
+  });
+  await sleep(2000);
+  const still = await campaign.status();
+  assert.equal(still.episodes, drained.episodes, 'no episodes while paused');
+  assert.equal(still.phase, 'paused');
+
+  // setConfig: a live field is applied, a structural one is rejected by the validator with a reason
+  await campaign.setConfig({ 'trainer.learningRate': 0.002 });
+  await assert.rejects(campaign.setConfig({ 'policy.width': 2 }), (err: unknown) => err instanceof WorkflowUpdateFailedError);
+  await assert.rejects(campaign.setConfig({ 'trainer.learningRate': -1 }), (err: unknown) => err instanceof WorkflowUpdateFailedError);
+  assert.equal((await campaign.resume()).phase, 'running');
+
+  // kill -9 the env worker mid-episode, then restart it
+  await waitFor('episodes in flight', async () => (await campaign.status()).episodesInFlight > 0);
+  const env = workers.children.find((c) => c.role === 'env')!;
+  env.process.kill('SIGKILL');
+  workers.restart(env.name);
+
+  // kill -9 the trainer during a train step, then restart it
+  await waitFor('a train step in flight', async () => (await campaign.status()).trainInFlight, 300_000);
+  const trainer = workers.children.find((c) => c.role === 'trainer')!;
+  trainer.process.kill('SIGKILL');
+  workers.restart(trainer.name);
+
+  const result = await campaign.result();
+  assert.ok(result.trainSteps >= 8, `train steps ${result.trainSteps}`);
+  const first = result.evals[0]!;
+  const last = result.finalEval!;
+  assert.ok(last.successRate > first.successRate + 0.2, `success rose: ${first.successRate} → ${last.successRate}`);
+
+  // continue-as-new happened and the state carried over (counters kept growing across runs)
+  assert.notEqual((await campaign.handle.describe()).runId, firstRunId);
+  let runs = 0;
+  for await (const _ of client.temporal.workflow.list({ query: `WorkflowId = '${campaign.handle.workflowId}'` })) runs++;
+  assert.ok(runs >= 2, `${runs} runs`);
+
+  // ledger: one checkpoint chain, every trajectory consumed at most once, none lost to a fake reward
+  const lineage = await readLineage(store, campaignId);
+  assert.deepEqual(lineage.problems, []);
+  assert.equal(lineage.ledger.length, result.trainSteps);
+  for (const e of lineage.ledger) {
+    for (const c of e.consumed) {
+      const m = await store.getJson(c.manifestKey, TrajectoryManifestSchema);
+      assert.equal(m.status, 'ok', `${c.trajectoryId} trained on a ${m.status} trajectory`);
+      assert.notEqual(m.reward, null);
+    }
+  }
+  for (const key of (await store.list(keys.trajectoryPrefix(campaignId))).filter((k) => k.endsWith('manifest.json'))) {
+    const m = await store.getJson(key, TrajectoryManifestSchema);
+    if (m.status !== 'ok') assert.equal(m.reward, null, `${key}: an infrastructure failure must not carry a reward`);
+  }
+  const versions = (await listCheckpoints(store, campaignId)).map((c) => c.version);
+  assert.deepEqual(versions, Array.from({ length: versions.length }, (_, i) => i), 'versions 0..n without gaps');
+});
+
+test('a model rollout with a corrupt checkpoint is refused and the server keeps serving the old version', async () => {
+  const servers = await createCampaignDataActivities({ store }).listPolicyServers({});
+  assert.equal(servers.length, 1);
+  const before = (await listCheckpoints(store, campaignId)).at(-1)!;
+  // v(n+1): a truncated weights object behind a valid-looking manifest
+  const badVersion = before.version + 1;
+  const good = await store.getBytes(before.weights.key);
+  const ref = await store.putBytes(keys.checkpointWeights(campaignId, badVersion), good.subarray(0, good.length - 100));
+  await store.putJson(keys.checkpointManifest(campaignId, badVersion), { ...before, version: badVersion, parentVersion: before.version, weights: ref, ledgerKey: undefined });
+  const served = { [servers[0]!.serverId]: before.version };
+  const result = await client.temporal.workflow.execute(modelRolloutWorkflow, {
+    taskQueue: TASK_QUEUES.orchestrator,
+    workflowId: `${campaignId}-bad-rollout`,
+    args: [{ campaignId, version: badVersion, servers, servedVersions: served, gate: null }],
+  });
+  assert.equal(result.ok, false);
+  assert.match(result.reason ?? '', /failed to load/);
+  assert.deepEqual(result.servedVersions, served);
+  const health = (await (await fetch(new URL('/v1/health', servers[0]!.url), { headers: { authorization: `Bearer ${fs.readFileSync(path.join(dataDir, 'policy-token'), 'utf8').trim()}` } })).json()) as { version: number };
+  assert.equal(health.version, before.version);
+});
