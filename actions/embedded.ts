@@ -3,28 +3,13 @@
  * 16×16 grid (the click lands at the cell centre) + 16 tokens. Shared by the random policy, the oracle
  * (to express demos as indices for BC warm starts) and the ONNX policy client. Node-free.
  */
+import { TOKEN_NAMES } from '../policy/spec';
 import type { CanonicalAction } from '../schemas/actions';
 
 export const GRID = 16;
 export const NUM_CLICK_CELLS = GRID * GRID;
-export const EMBEDDED_TOKENS = [
-  'type_field_0',
-  'type_field_1',
-  'type_field_2',
-  'type_field_3',
-  'key_enter',
-  'key_tab',
-  'key_backspace',
-  'key_escape',
-  'scroll_up',
-  'scroll_down',
-  'wait',
-  'finished',
-  'reserved_0',
-  'reserved_1',
-  'reserved_2',
-  'reserved_3',
-] as const;
+/** The token layout is the policy spec's (one source of truth for the 272-entry action space). */
+export const EMBEDDED_TOKENS = TOKEN_NAMES;
 export type EmbeddedToken = (typeof EMBEDDED_TOKENS)[number];
 export const EMBEDDED_ACTION_COUNT = NUM_CLICK_CELLS + EMBEDDED_TOKENS.length; // 272
 

@@ -26,9 +26,9 @@ export async function benchLearning(args: string[]): Promise<void> {
   const settings = loadInfraSettings();
   const store = ObjectStore.fromSettings(settings).withBucket('dartflow-bench');
   const runs: Run[] = [
-    { name: 'click-colour (from scratch)', task: 'click-colour', bcDemos: 0, maxEpisodes: quick ? 2000 : 30_000 },
-    { name: 'click-target (from scratch)', task: 'click-target', bcDemos: 0, maxEpisodes: quick ? 2000 : 10_000 },
-    { name: 'enter-text (BC warm start, 200 demos)', task: 'enter-text', bcDemos: 200, maxEpisodes: quick ? 2000 : 20_000 },
+    { name: 'click-colour (from scratch)', task: 'click-colour', bcDemos: 0, maxEpisodes: quick ? 2000 : 12_000 },
+    { name: 'click-target (from scratch)', task: 'click-target', bcDemos: 0, maxEpisodes: quick ? 2000 : 4000 },
+    { name: 'enter-text (BC warm start, 200 demos)', task: 'enter-text', bcDemos: 200, maxEpisodes: quick ? 2000 : 6000 },
   ];
   const trainer = parseCampaignConfig({ trainer: { learningRate: 3e-3, klBeta: 0, epochs: 2 } }).trainer;
   const results: Array<Run & { result: LocalRlResult }> = [];

@@ -1,9 +1,11 @@
 /** `npm run bench -- <suite> [options]`: benchmarks (not tests); results and charts go to docs/bench/. */
 import { ensureInfra } from '../scripts/ensure-infra';
+import { benchCharts } from './charts';
 import { benchLearning } from './learning';
 
 const SUITES: Record<string, (args: string[]) => Promise<void>> = {
   learning: benchLearning,
+  charts: () => benchCharts(),
 };
 
 async function main(): Promise<void> {

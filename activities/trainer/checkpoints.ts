@@ -3,9 +3,9 @@
  * spec hash, metrics). Versions form one chain through parentVersion. Reads verify the manifest's sha256
  * and the spec's tensor shapes, so a corrupt or mismatched checkpoint is refused with its key.
  */
-import { createHash } from 'node:crypto';
 import { adamStateFromTensors, adamStateToTensors, createAdamState, type AdamState } from '../../algorithms';
-import { paramTensorSpec, specKey, type PolicySpec } from '../../policy/spec';
+import { paramTensorSpec, type PolicySpec } from '../../policy/spec';
+import { policySpecHash } from '../../rollout/checkpoint';
 import { initWeights, type PolicyWeights } from '../../policy/weights';
 import { CheckpointManifestSchema, type CheckpointManifest } from '../../schemas/records';
 import { CorruptObjectError } from '../../storage/errors';
@@ -13,10 +13,8 @@ import { keys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
 import { asFloat32, f32Tensor, type TensorMap } from '../../storage/safetensors';
 
-/** Stable hash of an architecture spec: a checkpoint only loads into a session of the same shape. */
-export function policySpecHash(spec: PolicySpec): string {
-  return createHash('sha256').update(specKey(spec)).digest('hex').slice(0, 16);
-}
+// The spec hash is the policy server's (a checkpoint only loads into a session of the same shape).
+export { policySpecHash };
 
 /** A checkpoint that exists but cannot be used with this spec (wrong shapes or spec hash). */
 export class CheckpointMismatchError extends Error {
