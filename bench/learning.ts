@@ -23,15 +23,20 @@ interface Run {
 
 export async function benchLearning(args: string[]): Promise<void> {
   const quick = args.includes('--quick');
+  // --only <task>: rerun one curve and merge it into the existing docs/bench/learning.json.
+  const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
   const settings = loadInfraSettings();
   const store = ObjectStore.fromSettings(settings).withBucket('dartflow-bench');
   const runs: Run[] = [
     { name: 'click-colour (from scratch)', task: 'click-colour', bcDemos: 0, maxEpisodes: quick ? 2000 : 12_000 },
     { name: 'click-target (from scratch)', task: 'click-target', bcDemos: 0, maxEpisodes: quick ? 2000 : 4000 },
-    { name: 'enter-text (BC warm start, 200 demos)', task: 'enter-text', bcDemos: 200, maxEpisodes: quick ? 2000 : 6000 },
-  ];
+    { name: 'enter-text (BC warm start, 1000 demos)', task: 'enter-text', bcDemos: 1000, maxEpisodes: quick ? 2000 : 8000 },
+  ].filter((r) => !only || r.task === only);
   const trainer = parseCampaignConfig({ trainer: { learningRate: 3e-3, klBeta: 0, epochs: 2 } }).trainer;
-  const results: Array<Run & { result: LocalRlResult }> = [];
+  type Measured = Run & { result: LocalRlResult };
+  const outFile = path.join(PROJECT_ROOT, 'docs', 'bench', 'learning.json');
+  const previous: Measured[] = only && fs.existsSync(outFile) ? (JSON.parse(fs.readFileSync(outFile, 'utf8')) as { runs: Measured[] }).runs : [];
+  const results: Measured[] = previous.filter((r) => r.task !== only);
   for (const run of runs) {
     const pool = new BrowserEnvPool({ slots: 4, executablePath: settings.chromiumPath });
     try {
@@ -46,7 +51,7 @@ export async function benchLearning(args: string[]): Promise<void> {
         groupsPerStep: 16,
         maxEpisodes: run.maxEpisodes,
         bcDemos: run.bcDemos,
-        bcEpochs: 15,
+        bcEpochs: 30,
         evalEvery: 3,
         evalEpisodesPerTask: 50,
         target: { success: 0.9, consecutive: 2 },
@@ -61,7 +66,7 @@ export async function benchLearning(args: string[]): Promise<void> {
   const outDir = path.join(PROJECT_ROOT, 'docs', 'bench');
   fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(
-    path.join(outDir, 'learning.json'),
+    outFile,
     JSON.stringify({ measuredAt: new Date().toISOString(), machine: '2-core x86-64 (shared)', trainer, runs: results }, null, 2)
   );
   const series = (x: 'episodes' | 'seconds') =>
