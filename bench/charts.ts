@@ -13,8 +13,24 @@ const read = <T>(name: string): T | undefined => (fs.existsSync(path.join(dir, n
 interface EnvRow { suite: string; contexts: number; stepsPerSec: number; episodesPerSec: number }
 interface PolicyRow { maxBatch: number; concurrency: number; actionsPerSec: number; p50Ms?: number; p95Ms?: number }
 
+interface LearningRun { name: string; result: { curve: Array<{ episodes: number; seconds: number; success: number }> } }
+
+/** Learning curves (success vs episodes and vs wall time) from docs/bench/learning.json. */
+export async function learningCharts(runs: LearningRun[], chromium?: string): Promise<void> {
+  const series = (x: 'episodes' | 'seconds'): Series[] =>
+    runs.map((r) => ({ name: r.name, points: r.result.curve.map((p) => [x === 'episodes' ? p.episodes : p.seconds, p.success] as [number, number]) }));
+  const common = { yLabel: 'held-out greedy success', yMin: 0, yMax: 1, hLines: [{ y: 0.9, label: '90%' }], width: 900 };
+  await writeSvgAsPng(lineChartSvg(series('episodes'), { ...common, title: 'Embedded policy learning curves (success vs episodes)', xLabel: 'RL training episodes' }), path.join(dir, 'learning-vs-episodes.png'), chromium);
+  await writeSvgAsPng(lineChartSvg(series('seconds'), { ...common, title: 'Embedded policy learning curves (success vs wall time)', xLabel: 'wall time (s)' }), path.join(dir, 'learning-vs-time.png'), chromium);
+}
+
 export async function benchCharts(): Promise<void> {
   const chromium = loadInfraSettings().chromiumPath;
+  const learning = read<{ runs: LearningRun[] }>('learning.json');
+  if (learning) {
+    await learningCharts(learning.runs, chromium);
+    console.log('wrote docs/bench/learning-vs-{episodes,time}.png');
+  }
   const env = read<{ rows: EnvRow[] }>('env-throughput.json');
   if (env) {
     const suites = [...new Set(env.rows.map((r) => r.suite))];

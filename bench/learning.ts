@@ -9,9 +9,9 @@ import path from 'node:path';
 import { parseCampaignConfig } from '../config/load';
 import { BrowserEnvPool } from '../envs';
 import { loadInfraSettings, PROJECT_ROOT } from '../infra/settings';
-import { lineChartSvg, writeSvgAsPng } from '../lib/charts';
 import { ObjectStore } from '../storage/object-store';
 import { loadTask } from '../tasks/loader';
+import { learningCharts } from './charts';
 import { runLocalRl, type LocalRlResult } from './lib/local-rl';
 
 interface Run {
@@ -69,10 +69,6 @@ export async function benchLearning(args: string[]): Promise<void> {
     outFile,
     JSON.stringify({ measuredAt: new Date().toISOString(), machine: '2-core x86-64 (shared)', trainer, runs: results }, null, 2)
   );
-  const series = (x: 'episodes' | 'seconds') =>
-    results.map((r) => ({ name: r.name, points: r.result.curve.map((p) => [x === 'episodes' ? p.episodes : p.seconds, p.success] as [number, number]) }));
-  const common = { yLabel: 'held-out greedy success', yMin: 0, yMax: 1, hLines: [{ y: 0.9, label: '90%' }], width: 860 };
-  await writeSvgAsPng(lineChartSvg(series('episodes'), { ...common, title: 'Embedded policy learning curves (success vs episodes)', xLabel: 'training episodes' }), path.join(outDir, 'learning-vs-episodes.png'), settings.chromiumPath);
-  await writeSvgAsPng(lineChartSvg(series('seconds'), { ...common, title: 'Embedded policy learning curves (success vs wall time)', xLabel: 'wall time (s)' }), path.join(outDir, 'learning-vs-time.png'), settings.chromiumPath);
+  await learningCharts(results, settings.chromiumPath);
   console.log(`[bench learning] wrote docs/bench/learning.json and learning-vs-{episodes,time}.png`);
 }

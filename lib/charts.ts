@@ -39,7 +39,8 @@ function niceTicks(min: number, max: number, count = 5): number[] {
 export function lineChartSvg(series: Series[], o: LineChartOptions): string {
   const W = o.width ?? 720;
   const H = o.height ?? 420;
-  const m = { l: 64, r: 160, t: 40, b: 52 };
+  // The legend column grows with the longest series name.
+  const m = { l: 64, r: Math.max(160, 40 + 7 * Math.max(0, ...series.map((s) => s.name.length))), t: 40, b: 52 };
   const all = series.flatMap((s) => s.points);
   const xs = all.map((p) => p[0]);
   const ys = all.map((p) => p[1]);
