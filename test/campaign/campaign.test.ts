@@ -134,6 +134,14 @@ test('a campaign learns, continues-as-new, obeys pause/resume/setConfig and surv
   for await (const _ of client.temporal.workflow.list({ query: `WorkflowId = '${campaign.handle.workflowId}'` })) runs++;
   assert.ok(runs >= 2, `${runs} runs`);
 
+  // search attributes make the campaign filterable (UI, stock CLI, DartflowClient.listCampaigns)
+  const listed = await waitFor('visibility of the finished campaign', async () => {
+    const rows = await client.listCampaigns(`DartflowCampaignId = '${campaignId}' AND DartflowState = 'completed'`);
+    return rows.length === 1 ? rows : undefined;
+  }, 30_000);
+  assert.equal(listed[0]!.policyVersion, result.policyVersion);
+  assert.equal(listed[0]!.successRate, last.successRate);
+
   // ledger: one checkpoint chain, every trajectory consumed at most once, none lost to a fake reward
   const lineage = await readLineage(store, campaignId);
   assert.deepEqual(lineage.problems, []);
