@@ -27,6 +27,7 @@ import { MASK_OFF, numActions, type PolicySpec } from '../policy/spec';
 import type { PolicyWeights } from '../policy/weights';
 import { DynamicBatcher, type BatchEvent } from './batcher';
 import { CheckpointRejectedError, policySpecHash, readCheckpoint } from './checkpoint';
+import type { PolicyHealthResult } from '../activities/policy/types';
 import { inlinePreprocessor, threadPreprocessor, type Preprocessor } from './preprocess';
 
 export interface EngineObservation {
@@ -62,20 +63,8 @@ export interface ServedModel {
   loadedAt: number;
 }
 
-export interface EngineHealth {
-  serverId: string;
-  campaignId: string | null;
-  version: number | null;
-  specHash: string;
-  queueDepth: number;
-  inFlight: number;
-  /** A reload in progress (the old version keeps serving meanwhile). */
-  loading: { campaignId: string; version: number } | null;
-  lastReloadError: string | null;
-  batches: number;
-  items: number;
-  maxBatch: number;
-}
+/** The engine's health: what policyHealth reports, minus the URL the HTTP layer adds (one definition, Node-free). */
+export type EngineHealth = Omit<PolicyHealthResult, 'url'>;
 
 export interface ReloadResult {
   serverId: string;
