@@ -13,7 +13,12 @@ export const EMBEDDED_TOKENS = TOKEN_NAMES;
 export type EmbeddedToken = (typeof EMBEDDED_TOKENS)[number];
 export const EMBEDDED_ACTION_COUNT = NUM_CLICK_CELLS + EMBEDDED_TOKENS.length; // 272
 
-const KEY_TOKENS: Record<string, string> = { key_enter: 'enter', key_tab: 'tab', key_backspace: 'backspace', key_escape: 'escape' };
+const KEY_TOKENS: Record<string, string> = {
+  key_enter: 'enter',
+  key_tab: 'tab',
+  key_backspace: 'backspace',
+  key_escape: 'escape',
+};
 
 /** Index → canonical action; null for reserved slots and type_field[k] with no k-th field (masked). */
 export function embeddedIndexToAction(index: number, fields: readonly string[]): CanonicalAction | null {

@@ -3,12 +3,7 @@
  * bad string becomes a failed step (recorded with its text), never a crashed worker.
  */
 export type ActionParseErrorCode =
-  | 'empty'
-  | 'no_action'
-  | 'unknown_action'
-  | 'bad_arguments'
-  | 'bad_coordinates'
-  | 'out_of_range';
+  'empty' | 'no_action' | 'unknown_action' | 'bad_arguments' | 'bad_coordinates' | 'out_of_range';
 
 export class ActionParseError extends Error {
   constructor(

@@ -1,6 +1,12 @@
 /** Action text formats for canonical actions: UI-TARS (both coordinate conventions) and pyautogui. */
 export { ActionParseError, type ActionParseErrorCode } from './errors';
-export { smartResize, SMART_RESIZE_FACTOR, SMART_RESIZE_MIN_PIXELS, SMART_RESIZE_MAX_PIXELS, type Size } from './smart-resize';
+export {
+  smartResize,
+  SMART_RESIZE_FACTOR,
+  SMART_RESIZE_MIN_PIXELS,
+  SMART_RESIZE_MAX_PIXELS,
+  type Size,
+} from './smart-resize';
 export {
   uiTarsCoordSpace,
   renderUiTarsAction,

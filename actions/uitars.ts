@@ -67,13 +67,17 @@ export function renderUiTarsAction(action: CanonicalAction, space: CoordSpace, o
 }
 
 /** A full model response: "Thought: …\nAction: …" (the embedded policy writes an empty Thought). */
-export function renderUiTarsResponse(action: CanonicalAction, space: CoordSpace, thought = '', opts: RenderOptions = {}): string {
+export function renderUiTarsResponse(
+  action: CanonicalAction,
+  space: CoordSpace,
+  thought = '',
+  opts: RenderOptions = {}
+): string {
   return `Thought: ${thought}\nAction: ${renderUiTarsAction(action, space, opts)}`;
 }
 
 export type ParseResult =
-  | { ok: true; action: CanonicalAction; thought: string; actionText: string }
-  | { ok: false; error: ActionParseError };
+  { ok: true; action: CanonicalAction; thought: string; actionText: string } | { ok: false; error: ActionParseError };
 
 const fail = (code: ActionParseError['code'], msg: string, text: string): ParseResult => ({
   ok: false,
@@ -153,7 +157,11 @@ function parseBox(raw: string, space: CoordSpace, text: string): { x: number; y:
   const x = px / spanX(space);
   const y = py / spanY(space);
   if (!(x >= 0 && x <= 1 && y >= 0 && y <= 1)) {
-    return fail('out_of_range', `point (${px},${py}) is outside the ${spanX(space)}×${spanY(space)} coordinate space`, text);
+    return fail(
+      'out_of_range',
+      `point (${px},${py}) is outside the ${spanX(space)}×${spanY(space)} coordinate space`,
+      text
+    );
   }
   return { x, y };
 }
@@ -240,7 +248,11 @@ export function parseUiTarsResponse(text: string, space: CoordSpace): ParseResul
     case 'scroll': {
       const direction = args.get('direction');
       if (direction !== 'up' && direction !== 'down' && direction !== 'left' && direction !== 'right') {
-        return fail('bad_arguments', `scroll: direction must be up, down, left or right, got "${direction ?? ''}"`, text);
+        return fail(
+          'bad_arguments',
+          `scroll: direction must be up, down, left or right, got "${direction ?? ''}"`,
+          text
+        );
       }
       if (args.has('start_box') || args.has('point')) {
         const p = box('start_box', 'point');
@@ -262,6 +274,7 @@ export function parseUiTarsResponse(text: string, space: CoordSpace): ParseResul
   }
   // Final guard: whatever we built must be a valid canonical action (e.g. text length limits).
   const checked = CanonicalActionSchema.safeParse(action);
-  if (!checked.success) return fail('bad_arguments', `${rawName}: ${checked.error.issues[0]?.message ?? 'invalid'}`, text);
+  if (!checked.success)
+    return fail('bad_arguments', `${rawName}: ${checked.error.issues[0]?.message ?? 'invalid'}`, text);
   return { ok: true, action: checked.data, thought, actionText: call };
 }

@@ -32,7 +32,13 @@ interface Row {
   msPerStepPerContext: number;
 }
 
-async function runLoop(env: GuiEnv, tasks: TaskSpec[], until: number, counters: { episodes: number; steps: number; successes: number }, offset: number): Promise<void> {
+async function runLoop(
+  env: GuiEnv,
+  tasks: TaskSpec[],
+  until: number,
+  counters: { episodes: number; steps: number; successes: number },
+  offset: number
+): Promise<void> {
   let i = offset;
   while (Date.now() < until) {
     const task = tasks[i % tasks.length] as TaskSpec;
@@ -41,7 +47,10 @@ async function runLoop(env: GuiEnv, tasks: TaskSpec[], until: number, counters: 
     const policy = createOraclePolicy({ env, task, seed, endpoints: [], options: {} });
     let obs = r.observation;
     for (let step = 0; step < task.maxSteps; step++) {
-      const d = await policy.act({ ...obs, instruction: r.instruction, fields: r.fields, step }, { seed, temperature: 1 });
+      const d = await policy.act(
+        { ...obs, instruction: r.instruction, fields: r.fields, step },
+        { seed, temperature: 1 }
+      );
       const s = d.action ? await env.step(d.action) : { done: true };
       counters.steps++;
       if (s.done) break;
@@ -49,7 +58,8 @@ async function runLoop(env: GuiEnv, tasks: TaskSpec[], until: number, counters: 
     }
     const ev = await env.evaluate();
     counters.successes += ev.reward;
-    if (ev.reward !== 1 && process.env.BENCH_DEBUG) console.log(`unsolved: ${task.id} seed ${seed}: ${ev.reason ?? ""}`);
+    if (ev.reward !== 1 && process.env.BENCH_DEBUG)
+      console.log(`unsolved: ${task.id} seed ${seed}: ${ev.reason ?? ''}`);
     counters.episodes++;
   }
 }
@@ -104,8 +114,15 @@ async function main(): Promise<void> {
   const out = {
     benchmark: 'env-throughput',
     createdAt: new Date().toISOString(),
-    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? '', memGiB: Number((os.totalmem() / 2 ** 30).toFixed(1)), node: process.version, platform: `${os.platform()} ${os.release()}` },
-    method: 'oracle policy; step = act + execute + state + CDP PNG screenshot; viewport 160×160; one Chromium, N contexts',
+    machine: {
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? '',
+      memGiB: Number((os.totalmem() / 2 ** 30).toFixed(1)),
+      node: process.version,
+      platform: `${os.platform()} ${os.release()}`,
+    },
+    method:
+      'oracle policy; step = act + execute + state + CDP PNG screenshot; viewport 160×160; one Chromium, N contexts',
     rows,
   };
   const file = path.join(__dirname, '..', 'docs', 'bench', 'env-throughput.json');

@@ -30,12 +30,18 @@ export async function benchLearning(args: string[]): Promise<void> {
   const runs: Run[] = [
     { name: 'click-colour (from scratch)', task: 'click-colour', bcDemos: 0, maxEpisodes: quick ? 2000 : 12_000 },
     { name: 'click-target (from scratch)', task: 'click-target', bcDemos: 0, maxEpisodes: quick ? 2000 : 4000 },
-    { name: 'enter-text (BC warm start, 1000 demos)', task: 'enter-text', bcDemos: 1000, maxEpisodes: quick ? 2000 : 8000 },
+    {
+      name: 'enter-text (BC warm start, 1000 demos)',
+      task: 'enter-text',
+      bcDemos: 1000,
+      maxEpisodes: quick ? 2000 : 8000,
+    },
   ].filter((r) => !only || r.task === only);
   const trainer = parseCampaignConfig({ trainer: { learningRate: 3e-3, klBeta: 0, epochs: 2 } }).trainer;
   type Measured = Run & { result: LocalRlResult };
   const outFile = path.join(PROJECT_ROOT, 'docs', 'bench', 'learning.json');
-  const previous: Measured[] = only && fs.existsSync(outFile) ? (JSON.parse(fs.readFileSync(outFile, 'utf8')) as { runs: Measured[] }).runs : [];
+  const previous: Measured[] =
+    only && fs.existsSync(outFile) ? (JSON.parse(fs.readFileSync(outFile, 'utf8')) as { runs: Measured[] }).runs : [];
   const results: Measured[] = previous.filter((r) => r.task !== only);
   for (const run of runs) {
     const pool = new BrowserEnvPool({ slots: 4, executablePath: settings.chromiumPath });
@@ -58,7 +64,9 @@ export async function benchLearning(args: string[]): Promise<void> {
         log: (l) => console.log(`  ${l}`),
       });
       results.push({ ...run, result });
-      console.log(`  → ${result.reachedAt ? `90% reached after ${result.reachedAt.episodes} episodes, ${result.reachedAt.seconds.toFixed(0)} s` : `not reached in ${result.episodes} episodes`}`);
+      console.log(
+        `  → ${result.reachedAt ? `90% reached after ${result.reachedAt.episodes} episodes, ${result.reachedAt.seconds.toFixed(0)} s` : `not reached in ${result.episodes} episodes`}`
+      );
     } finally {
       await pool.close();
     }
@@ -67,7 +75,11 @@ export async function benchLearning(args: string[]): Promise<void> {
   fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(
     outFile,
-    JSON.stringify({ measuredAt: new Date().toISOString(), machine: '2-core x86-64 (shared)', trainer, runs: results }, null, 2)
+    JSON.stringify(
+      { measuredAt: new Date().toISOString(), machine: '2-core x86-64 (shared)', trainer, runs: results },
+      null,
+      2
+    )
   );
   await learningCharts(results, settings.chromiumPath);
   console.log(`[bench learning] wrote docs/bench/learning.json and learning-vs-{episodes,time}.png`);

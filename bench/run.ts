@@ -12,7 +12,9 @@ async function main(): Promise<void> {
   const [suite, ...args] = process.argv.slice(2);
   const run = suite ? SUITES[suite] : undefined;
   if (!run) {
-    console.log(`usage: npm run bench -- <suite>\nsuites: ${Object.keys(SUITES).join(', ')}\n(also: npx tsx bench/env-throughput.ts, npx tsx bench/policy-throughput.ts)`);
+    console.log(
+      `usage: npm run bench -- <suite>\nsuites: ${Object.keys(SUITES).join(', ')}\n(also: npx tsx bench/env-throughput.ts, npx tsx bench/policy-throughput.ts)`
+    );
     process.exit(suite ? 1 : 0);
   }
   await ensureInfra({ quiet: true });

@@ -14,12 +14,14 @@ export interface Lineage {
 export async function readLineage(store: ObjectStore, campaignId: string): Promise<Lineage> {
   const checkpoints = await listCheckpoints(store, campaignId);
   const ledger: LedgerEntry[] = [];
-  for (const key of await store.list(keys.ledgerPrefix(campaignId))) ledger.push(await store.getJson(key, LedgerEntrySchema));
+  for (const key of await store.list(keys.ledgerPrefix(campaignId)))
+    ledger.push(await store.getJson(key, LedgerEntrySchema));
   ledger.sort((a, b) => a.trainStep - b.trainStep);
   const problems: string[] = [];
   const versions = new Set(checkpoints.map((c) => c.version));
   for (const c of checkpoints) {
-    if (c.parentVersion !== null && !versions.has(c.parentVersion)) problems.push(`v${c.version}: parent v${c.parentVersion} is missing`);
+    if (c.parentVersion !== null && !versions.has(c.parentVersion))
+      problems.push(`v${c.version}: parent v${c.parentVersion} is missing`);
   }
   const seen = new Map<string, number>();
   for (const e of ledger) {
@@ -27,7 +29,8 @@ export async function readLineage(store: ObjectStore, campaignId: string): Promi
     for (const t of e.consumed) {
       if (t.injectedFromPool) continue; // pooled successes are reused by design (DART §3.4 c)
       const prev = seen.get(t.trajectoryId);
-      if (prev !== undefined) problems.push(`trajectory ${t.trajectoryId} consumed by train steps ${prev} and ${e.trainStep}`);
+      if (prev !== undefined)
+        problems.push(`trajectory ${t.trajectoryId} consumed by train steps ${prev} and ${e.trainStep}`);
       seen.set(t.trajectoryId, e.trainStep);
     }
   }

@@ -87,11 +87,15 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
     const logFile = path.join(logDir, `${spec.name}.log`);
     const out = fs.openSync(logFile, 'a');
     // `node --import tsx script`: one process per role, so a signal (or kill -9) reaches the worker itself.
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, SCRIPTS[spec.role]), ...spec.args], {
-      cwd: PROJECT_ROOT,
-      env: { ...process.env, ...opts.env, ...spec.env },
-      stdio: ['ignore', opts.echo ? 'pipe' : out, opts.echo ? 'pipe' : out, 'ipc'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(PROJECT_ROOT, SCRIPTS[spec.role]), ...spec.args],
+      {
+        cwd: PROJECT_ROOT,
+        env: { ...process.env, ...opts.env, ...spec.env },
+        stdio: ['ignore', opts.echo ? 'pipe' : out, opts.echo ? 'pipe' : out, 'ipc'],
+      }
+    );
     if (opts.echo) {
       for (const stream of [child.stdout, child.stderr]) {
         stream?.on('data', (d: Buffer) => {

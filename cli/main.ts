@@ -44,7 +44,10 @@ function fmtStatus(s: CampaignStatus): string {
 }
 
 /** Live view until the campaign completes: success, version, throughput (episodes/min). */
-export async function watchCampaign(handle: CampaignHandle, opts: { maxTrainSteps?: number; target?: number } = {}): Promise<void> {
+export async function watchCampaign(
+  handle: CampaignHandle,
+  opts: { maxTrainSteps?: number; target?: number } = {}
+): Promise<void> {
   const line = new StatusLine();
   let prev: { episodes: number; at: number } | undefined;
   let rate = 0;
@@ -65,7 +68,9 @@ export async function watchCampaign(handle: CampaignHandle, opts: { maxTrainStep
     if (prev && now > prev.at) rate = ((s.episodes - prev.episodes) / (now - prev.at)) * 60_000;
     prev = { episodes: s.episodes, at: now };
     const progress = opts.maxTrainSteps ? s.trainSteps / opts.maxTrainSteps : 0;
-    line.update(`${bar(opts.target && s.lastEval ? s.lastEval.successRate / opts.target : progress)} ${fmtStatus(s)} | ${rate.toFixed(0)} eps/min`);
+    line.update(
+      `${bar(opts.target && s.lastEval ? s.lastEval.successRate / opts.target : progress)} ${fmtStatus(s)} | ${rate.toFixed(0)} eps/min`
+    );
     if (s.phase === 'completed' || s.phase === 'failed') {
       line.done(fmtStatus(s));
       return;
@@ -80,7 +85,8 @@ function parseOverrides(items: string[]): Record<string, number | boolean | stri
     const eq = item.indexOf('=');
     if (eq <= 0) throw new Error(`"${item}": expected section.field=value`);
     const raw = item.slice(eq + 1);
-    out[item.slice(0, eq)] = raw === 'true' ? true : raw === 'false' ? false : Number.isFinite(Number(raw)) && raw !== '' ? Number(raw) : raw;
+    out[item.slice(0, eq)] =
+      raw === 'true' ? true : raw === 'false' ? false : Number.isFinite(Number(raw)) && raw !== '' ? Number(raw) : raw;
   }
   return out;
 }
@@ -98,14 +104,19 @@ async function campaignCommand(args: string[]): Promise<void> {
         const cfg = loadCampaignConfig(values.config, values.set ?? []);
         const handle = await client.startCampaign(cfg);
         console.log(`started campaign ${cfg.campaign.id} (workflow ${handle.handle.workflowId})`);
-        if (client.settings.temporal.uiUrl) console.log(`Temporal UI: ${client.settings.temporal.uiUrl}/namespaces/${client.settings.temporal.namespace}/workflows/${handle.handle.workflowId}`);
+        if (client.settings.temporal.uiUrl)
+          console.log(
+            `Temporal UI: ${client.settings.temporal.uiUrl}/namespaces/${client.settings.temporal.namespace}/workflows/${handle.handle.workflowId}`
+          );
         if (values.watch) await watchCampaign(handle, { maxTrainSteps: cfg.campaign.maxTrainSteps });
         return;
       }
       case 'list': {
         const { values } = parseArgs({ args: args.slice(1), options: { query: { type: 'string' } } });
         for (const c of await client.listCampaigns(values.query ?? '')) {
-          console.log(`${c.campaignId.padEnd(24)} ${c.status.padEnd(12)} ${String(c.state ?? '').padEnd(10)} v${c.policyVersion ?? 0} success ${c.successRate !== undefined ? (c.successRate * 100).toFixed(1) + '%' : '—'}  started ${c.startTime.toISOString()}`);
+          console.log(
+            `${c.campaignId.padEnd(24)} ${c.status.padEnd(12)} ${String(c.state ?? '').padEnd(10)} v${c.policyVersion ?? 0} success ${c.successRate !== undefined ? (c.successRate * 100).toFixed(1) + '%' : '—'}  started ${c.startTime.toISOString()}`
+          );
         }
         return;
       }
@@ -115,7 +126,10 @@ async function campaignCommand(args: string[]): Promise<void> {
     switch (sub) {
       case 'status':
         console.log(fmtStatus(await handle.status()));
-        for (const t of await handle.taskStats()) console.log(`  ${t.taskId.padEnd(20)} episodes ${t.episodes} successes ${t.successes} n=${t.lastN}${t.hard ? ' hard' : ''}${t.quarantined ? ' QUARANTINED' : ''} pool ${t.poolSize}`);
+        for (const t of await handle.taskStats())
+          console.log(
+            `  ${t.taskId.padEnd(20)} episodes ${t.episodes} successes ${t.successes} n=${t.lastN}${t.hard ? ' hard' : ''}${t.quarantined ? ' QUARANTINED' : ''} pool ${t.poolSize}`
+          );
         return;
       case 'watch':
         return watchCampaign(handle);
@@ -146,12 +160,21 @@ async function campaignCommand(args: string[]): Promise<void> {
       case 'lineage': {
         const store = ObjectStore.fromSettings(client.settings);
         const lineage = await readLineage(store, id);
-        for (const c of lineage.checkpoints) console.log(`v${c.version} ← ${c.parentVersion === null ? 'init' : `v${c.parentVersion}`}  ${c.weights.sha256.slice(0, 12)}  ${c.ledgerKey ?? ''}`);
+        for (const c of lineage.checkpoints)
+          console.log(
+            `v${c.version} ← ${c.parentVersion === null ? 'init' : `v${c.parentVersion}`}  ${c.weights.sha256.slice(0, 12)}  ${c.ledgerKey ?? ''}`
+          );
         for (const e of lineage.ledger) {
           const stale = e.consumed.map((c) => c.staleness);
-          console.log(`step ${e.trainStep}: v${e.fromVersion}→v${e.toVersion} consumed ${e.consumed.length} (pool ${e.consumed.filter((c) => c.injectedFromPool).length}) staleness max ${Math.max(...stale)} IS mean ${e.isWeight.mean.toFixed(3)} min ${e.isWeight.min.toFixed(3)} truncated ${(e.isWeight.truncatedFraction * 100).toFixed(1)}%`);
+          console.log(
+            `step ${e.trainStep}: v${e.fromVersion}→v${e.toVersion} consumed ${e.consumed.length} (pool ${e.consumed.filter((c) => c.injectedFromPool).length}) staleness max ${Math.max(...stale)} IS mean ${e.isWeight.mean.toFixed(3)} min ${e.isWeight.min.toFixed(3)} truncated ${(e.isWeight.truncatedFraction * 100).toFixed(1)}%`
+          );
         }
-        console.log(lineage.problems.length ? `PROBLEMS:\n  ${lineage.problems.join('\n  ')}` : 'lineage OK: one checkpoint chain, every trajectory consumed at most once');
+        console.log(
+          lineage.problems.length
+            ? `PROBLEMS:\n  ${lineage.problems.join('\n  ')}`
+            : 'lineage OK: one checkpoint chain, every trajectory consumed at most once'
+        );
         return;
       }
       default:
@@ -180,7 +203,9 @@ async function precollectOrEval(cmd: 'precollect' | 'eval', args: string[]): Pro
   const tasks = loadSuite(values.suite).taskSpecs as unknown as Array<{ id: string } & Record<string, unknown>>;
   const client = await DartflowClient.connect();
   try {
-    const servers = await createCampaignDataActivities({ store: ObjectStore.fromSettings(client.settings) }).listPolicyServers({});
+    const servers = await createCampaignDataActivities({
+      store: ObjectStore.fromSettings(client.settings),
+    }).listPolicyServers({});
     const endpoints = servers.map((s) => s.url);
     if (cmd === 'precollect') {
       const result = await client.temporal.workflow.execute(precollectWorkflow, {
@@ -198,14 +223,29 @@ async function precollectOrEval(cmd: 'precollect' | 'eval', args: string[]): Pro
           },
         ],
       });
-      for (const [t, r] of Object.entries(result.perTask)) console.log(`${t}: ${r.successes} successes in ${r.attempts} attempts`);
+      for (const [t, r] of Object.entries(result.perTask))
+        console.log(`${t}: ${r.successes} successes in ${r.attempts} attempts`);
     } else {
       const point = await client.temporal.workflow.execute(evaluateWorkflow, {
         taskQueue: TASK_QUEUES.orchestrator,
         workflowId: `${id}-eval-manual-${Date.now()}`,
-        args: [{ campaignId: id, version: Number(values.version ?? 0), tasks, episodesPerTask: Number(values.episodes ?? 20), endpoints, policyKind: values.policy ?? 'embedded', atEpisodes: 0, startedAtMs: Date.now() }],
+        args: [
+          {
+            campaignId: id,
+            version: Number(values.version ?? 0),
+            tasks,
+            episodesPerTask: Number(values.episodes ?? 20),
+            endpoints,
+            policyKind: values.policy ?? 'embedded',
+            atEpisodes: 0,
+            startedAtMs: Date.now(),
+          },
+        ],
       });
-      console.log(`held-out success ${(point.successRate * 100).toFixed(1)}% over ${point.episodes} episodes`, point.perFamily);
+      console.log(
+        `held-out success ${(point.successRate * 100).toFixed(1)}% over ${point.episodes} episodes`,
+        point.perFamily
+      );
     }
   } finally {
     await client.close();
@@ -249,7 +289,11 @@ async function main(argv: string[]): Promise<void> {
     case 'workers':
       return workersCommand(rest);
     case 'env-server': {
-      const child = spawn(process.execPath, [require.resolve('tsx/cli'), path.join(PROJECT_ROOT, 'envs', 'remote-server.ts'), ...rest], { stdio: 'inherit' });
+      const child = spawn(
+        process.execPath,
+        [require.resolve('tsx/cli'), path.join(PROJECT_ROOT, 'envs', 'remote-server.ts'), ...rest],
+        { stdio: 'inherit' }
+      );
       await new Promise<void>((resolve) => child.on('exit', () => resolve()));
       return;
     }

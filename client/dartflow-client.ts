@@ -42,7 +42,10 @@ export interface CampaignListEntry {
 }
 
 export class CampaignHandle {
-  constructor(readonly campaignId: string, readonly handle: WorkflowHandle<typeof campaignWorkflow>) {}
+  constructor(
+    readonly campaignId: string,
+    readonly handle: WorkflowHandle<typeof campaignWorkflow>
+  ) {}
 
   status(): Promise<CampaignStatus> {
     return this.handle.query(statusQuery);
@@ -90,7 +93,10 @@ export class DartflowClient {
   }
 
   /** Starts a campaign (config validated here first, so a bad field fails before anything starts). */
-  async startCampaign(config: CampaignConfigInput, opts: { continueAsNewAfterIterations?: number } = {}): Promise<CampaignHandle> {
+  async startCampaign(
+    config: CampaignConfigInput,
+    opts: { continueAsNewAfterIterations?: number } = {}
+  ): Promise<CampaignHandle> {
     const parsed: CampaignConfig = CampaignConfigSchema.parse(config);
     const id = parsed.campaign.id;
     try {
@@ -108,14 +114,19 @@ export class DartflowClient {
       return new CampaignHandle(id, handle);
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) {
-        throw new Error(`campaign "${id}" is already running (workflow ${campaignWorkflowId(id)}); use another campaign.id or stop it first`);
+        throw new Error(
+          `campaign "${id}" is already running (workflow ${campaignWorkflowId(id)}); use another campaign.id or stop it first`
+        );
       }
       throw err;
     }
   }
 
   getCampaign(campaignId: string): CampaignHandle {
-    return new CampaignHandle(campaignId, this.temporal.workflow.getHandle<typeof campaignWorkflow>(campaignWorkflowId(campaignId)));
+    return new CampaignHandle(
+      campaignId,
+      this.temporal.workflow.getHandle<typeof campaignWorkflow>(campaignWorkflowId(campaignId))
+    );
   }
 
   /** Campaigns known to Temporal, newest first, filtered with the stock visibility query language. */

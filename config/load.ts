@@ -59,14 +59,16 @@ export function parseCampaignConfig(input: unknown, source = 'config'): Campaign
 /** "a.b.c=value" → sets input.a.b.c, the value parsed as JSON/YAML scalar when possible. */
 export function applyOverride(target: Record<string, unknown>, override: string): void {
   const eq = override.indexOf('=');
-  if (eq <= 0) throw new ConfigError(`Invalid override "${override}": expected field.path=value, e.g. trainer.learningRate=1e-3`);
+  if (eq <= 0)
+    throw new ConfigError(`Invalid override "${override}": expected field.path=value, e.g. trainer.learningRate=1e-3`);
   const keyPath = override.slice(0, eq).split('.');
   const value: unknown = YAML.parse(override.slice(eq + 1));
   let cur: Record<string, unknown> = target;
   for (const k of keyPath.slice(0, -1)) {
     const next = cur[k];
     if (next === undefined) cur[k] = {};
-    else if (typeof next !== 'object' || next === null) throw new ConfigError(`Invalid override "${override}": ${k} is not a section`);
+    else if (typeof next !== 'object' || next === null)
+      throw new ConfigError(`Invalid override "${override}": ${k} is not a section`);
     cur = cur[k] as Record<string, unknown>;
   }
   cur[keyPath[keyPath.length - 1]!] = value;
@@ -83,10 +85,13 @@ export function readConfigFile(file: string): Record<string, unknown> {
   try {
     raw = path.extname(file) === '.json' ? JSON.parse(text) : YAML.parse(text);
   } catch (err) {
-    throw new ConfigError(`Config file ${file} is not valid ${path.extname(file) === '.json' ? 'JSON' : 'YAML'}: ${(err as Error).message}`);
+    throw new ConfigError(
+      `Config file ${file} is not valid ${path.extname(file) === '.json' ? 'JSON' : 'YAML'}: ${(err as Error).message}`
+    );
   }
   if (raw === null || raw === undefined) return {};
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`Config file ${file} must contain an object of sections`);
+  if (typeof raw !== 'object' || Array.isArray(raw))
+    throw new ConfigError(`Config file ${file} must contain an object of sections`);
   return raw as Record<string, unknown>;
 }
 

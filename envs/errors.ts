@@ -36,7 +36,13 @@ export class EnvProtocolError extends EnvError {
   readonly retryable = true;
 }
 
-export const ENV_ERROR_TYPES = ['EnvCrashedError', 'EnvTimeoutError', 'EnvUnavailableError', 'EnvProtocolError', 'TaskConfigError'] as const;
+export const ENV_ERROR_TYPES = [
+  'EnvCrashedError',
+  'EnvTimeoutError',
+  'EnvUnavailableError',
+  'EnvProtocolError',
+  'TaskConfigError',
+] as const;
 
 /** Runs `p` with a deadline; on expiry rejects with EnvTimeoutError (the operation itself is abandoned). */
 export async function withTimeout<T>(p: Promise<T>, ms: number, what: string, envId?: string): Promise<T> {

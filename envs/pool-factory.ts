@@ -10,7 +10,11 @@ import { SimulatedEnvPool, SIM_PROFILES } from './simulated';
 import type { EnvPool } from './types';
 
 export const EnvPoolConfigSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('browser'), slots: z.number().int().min(1).max(64).default(4), chromiumPath: z.string().optional() }),
+  z.object({
+    kind: z.literal('browser'),
+    slots: z.number().int().min(1).max(64).default(4),
+    chromiumPath: z.string().optional(),
+  }),
   z.object({
     kind: z.literal('simulated'),
     slots: z.number().int().min(1).max(10_000).default(64),
@@ -48,8 +52,15 @@ export function envPoolConfigFromEnv(env: NodeJS.ProcessEnv = process.env): EnvP
   const kind = env.DARTFLOW_ENV_KIND ?? 'browser';
   const slots = env.DARTFLOW_ENV_SLOTS ? Number(env.DARTFLOW_ENV_SLOTS) : undefined;
   const base = { ...(slots !== undefined ? { slots } : {}) };
-  if (kind === 'simulated') return { kind, ...base, ...(env.DARTFLOW_ENV_PROFILE ? { profile: env.DARTFLOW_ENV_PROFILE } : {}) };
-  if (kind === 'remote') return { kind, ...base, url: env.DARTFLOW_ENV_URL ?? '', ...(env.DARTFLOW_ENV_TOKEN ? { token: env.DARTFLOW_ENV_TOKEN } : {}) };
+  if (kind === 'simulated')
+    return { kind, ...base, ...(env.DARTFLOW_ENV_PROFILE ? { profile: env.DARTFLOW_ENV_PROFILE } : {}) };
+  if (kind === 'remote')
+    return {
+      kind,
+      ...base,
+      url: env.DARTFLOW_ENV_URL ?? '',
+      ...(env.DARTFLOW_ENV_TOKEN ? { token: env.DARTFLOW_ENV_TOKEN } : {}),
+    };
   if (kind === 'browser') return { kind, ...base };
   throw new Error(`DARTFLOW_ENV_KIND must be browser, simulated or remote, got "${kind}"`);
 }

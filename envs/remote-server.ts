@@ -52,7 +52,11 @@ interface Lease {
   busy: boolean;
 }
 
-const obsWire = (o: Observation) => ({ pngBase64: Buffer.from(o.png).toString('base64'), width: o.width, height: o.height });
+const obsWire = (o: Observation) => ({
+  pngBase64: Buffer.from(o.png).toString('base64'),
+  width: o.width,
+  height: o.height,
+});
 
 function errorFor(err: unknown): HttpError {
   if (err instanceof HttpError) return err;
@@ -71,7 +75,8 @@ export class EnvServer {
   private readonly token: Buffer;
 
   constructor(private readonly opts: EnvServerOptions) {
-    if (!opts.token || opts.token.length < 8) throw new Error('env-server needs a bearer token of at least 8 characters');
+    if (!opts.token || opts.token.length < 8)
+      throw new Error('env-server needs a bearer token of at least 8 characters');
     this.token = Buffer.from(opts.token);
   }
 
@@ -126,7 +131,12 @@ export class EnvServer {
 
   private parse<T>(schema: z.ZodType<T>, raw: unknown): T {
     const r = schema.safeParse(raw);
-    if (!r.success) throw new HttpError(400, 'BadRequest', r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '));
+    if (!r.success)
+      throw new HttpError(
+        400,
+        'BadRequest',
+        r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')
+      );
     return r.data;
   }
 
@@ -163,19 +173,32 @@ export class EnvServer {
       const [, coll, id, verb] = parts;
       if (coll === 'health' && method === 'GET') {
         const s = this.opts.pool.stats();
-        return send(200, { ok: true, version: PROTOCOL_VERSION, kind: s.kind, slots: s.slots, busy: s.busy, leases: this.leases.size });
+        return send(200, {
+          ok: true,
+          version: PROTOCOL_VERSION,
+          kind: s.kind,
+          slots: s.slots,
+          busy: s.busy,
+          leases: this.leases.size,
+        });
       }
       if (coll !== 'envs') throw new HttpError(404, 'NotFound', `unknown path ${url.pathname}`);
       if (!id && method === 'POST') {
         const { waitMs } = this.parse(CreateEnvRequestSchema, await this.body(req));
         const s = this.opts.pool.stats();
-        if (waitMs === 0 && s.busy >= s.slots) throw new HttpError(503, 'NoCapacity', `all ${s.slots} env slots are leased`, true);
+        if (waitMs === 0 && s.busy >= s.slots)
+          throw new HttpError(503, 'NoCapacity', `all ${s.slots} env slots are leased`, true);
         const env = await this.opts.pool.acquire(AbortSignal.timeout(Math.max(1, waitMs))).catch(() => {
           throw new HttpError(503, 'NoCapacity', `no env slot free within ${waitMs} ms`, true);
         });
         const leaseId = `env-${++this.nextLease}-${Math.random().toString(36).slice(2, 8)}`;
         this.leases.set(leaseId, { env, lastUsed: Date.now(), busy: false });
-        return send(201, { envId: leaseId, kind: env.kind, screen: { width: 160, height: 160 }, actionFormats: ['canonical'] });
+        return send(201, {
+          envId: leaseId,
+          kind: env.kind,
+          screen: { width: 160, height: 160 },
+          actionFormats: ['canonical'],
+        });
       }
       if (!id) throw new HttpError(405, 'BadRequest', `${method} /v1/envs is not supported`);
       if (!verb && method === 'DELETE') {
@@ -196,7 +219,8 @@ export class EnvServer {
         const b = this.parse(StepRequestSchema, await this.body(req));
         return send(200, await this.use(id, (env) => env.step(b.action)));
       }
-      if (verb === 'observation' && method === 'GET') return send(200, obsWire(await this.use(id, (env) => env.observe())));
+      if (verb === 'observation' && method === 'GET')
+        return send(200, obsWire(await this.use(id, (env) => env.observe())));
       if (verb === 'evaluate' && method === 'POST') return send(200, await this.use(id, (env) => env.evaluate()));
       if (verb === 'oracle' && method === 'POST') {
         return send(200, { action: await this.use(id, async (env) => (env.oracle ? env.oracle() : null)) });
@@ -236,7 +260,10 @@ function arg(name: string): string | undefined {
 async function main(): Promise<void> {
   const tokenFile = arg('token-file') ?? process.env.DARTFLOW_ENV_SERVER_TOKEN_FILE;
   const token = tokenFile ? fs.readFileSync(tokenFile, 'utf8').trim() : process.env.DARTFLOW_ENV_SERVER_TOKEN;
-  if (!token) throw new Error('set DARTFLOW_ENV_SERVER_TOKEN (or --token-file): the env server never runs without authentication');
+  if (!token)
+    throw new Error(
+      'set DARTFLOW_ENV_SERVER_TOKEN (or --token-file): the env server never runs without authentication'
+    );
   const slots = Number(arg('slots') ?? process.env.DARTFLOW_ENV_SLOTS ?? 4);
   const pool = createEnvPool({ kind: 'browser', slots });
   const server = new EnvServer({ pool, token, host: arg('host') ?? '127.0.0.1', port: Number(arg('port') ?? 8790) });

@@ -32,9 +32,21 @@ export interface SimProfile {
 
 export const SIM_PROFILES: Record<string, SimProfile> = {
   /** A no-wait profile: measures the framework's own overhead. */
-  fast: { name: 'fast', reset: { medianMs: 2, sigma: 0.2 }, step: { medianMs: 1, sigma: 0.2 }, observe: { medianMs: 0.5, sigma: 0.2 }, crashProb: 0 },
+  fast: {
+    name: 'fast',
+    reset: { medianMs: 2, sigma: 0.2 },
+    step: { medianMs: 1, sigma: 0.2 },
+    observe: { medianMs: 0.5, sigma: 0.2 },
+    crashProb: 0,
+  },
   /** The measured 160×160 Chromium env (env-and-policy.md A3): ~13–35 ms per step. */
-  browser: { name: 'browser', reset: { medianMs: 3, sigma: 0.3 }, step: { medianMs: 14, sigma: 0.25 }, observe: { medianMs: 16, sigma: 0.1 }, crashProb: 0 },
+  browser: {
+    name: 'browser',
+    reset: { medianMs: 3, sigma: 0.3 },
+    step: { medianMs: 14, sigma: 0.25 },
+    observe: { medianMs: 16, sigma: 0.1 },
+    crashProb: 0,
+  },
   /**
    * OSWorld-like: every step sleeps its 2 s pause plus execution, with rare very slow steps; resets
    * revert a VM snapshot and replay setup (tens of seconds, tail to minutes). dart-spec §2.7.
@@ -75,14 +87,24 @@ export function sampleLatency(d: LatencyDist, rand: () => number): number {
   const u1 = Math.max(rand(), 1e-12);
   const z = Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * rand());
   let ms = d.medianMs * Math.exp(d.sigma * z);
-  if (d.tail && rand() < d.tail.p) ms += Math.min(d.tail.capMs, d.tail.scaleMs / Math.pow(Math.max(rand(), 1e-12), 1 / d.tail.alpha));
+  if (d.tail && rand() < d.tail.p)
+    ms += Math.min(d.tail.capMs, d.tail.scaleMs / Math.pow(Math.max(rand(), 1e-12), 1 / d.tail.alpha));
   return ms;
 }
 
 let defaultFrames: Uint8Array[] | null = null;
 function syntheticFrames(): Uint8Array[] {
   if (defaultFrames) return defaultFrames;
-  const colours = [[230, 25, 75], [60, 180, 75], [67, 99, 216], [255, 225, 25], [245, 130, 49], [145, 30, 180], [66, 212, 244], [0, 0, 0]];
+  const colours = [
+    [230, 25, 75],
+    [60, 180, 75],
+    [67, 99, 216],
+    [255, 225, 25],
+    [245, 130, 49],
+    [145, 30, 180],
+    [66, 212, 244],
+    [0, 0, 0],
+  ];
   defaultFrames = colours.map(([r, g, b], i) => {
     const png = new PNG({ width: 160, height: 160 });
     png.data.fill(255);
@@ -148,7 +170,11 @@ export class SimulatedEnv implements GuiEnv {
     this.done = false;
     this.agentEnded = false;
     this.fields = [`target-${seed % 97}`];
-    return { instruction: `${task.instruction} [simulated seed ${seed}]`, fields: this.fields, observation: this.frame() };
+    return {
+      instruction: `${task.instruction} [simulated seed ${seed}]`,
+      fields: this.fields,
+      observation: this.frame(),
+    };
   }
 
   async observe(): Promise<Observation> {
@@ -175,7 +201,11 @@ export class SimulatedEnv implements GuiEnv {
   async evaluate(): Promise<EvalResult> {
     const m = this.opts.rewardModel ?? { kind: 'path' };
     if (m.kind === 'bernoulli') return { reward: this.rand() < m.p ? 1 : 0, done: true, reason: 'bernoulli' };
-    return { reward: this.done ? 1 : 0, done: this.done || this.agentEnded, reason: this.done ? 'path completed' : 'path incomplete' };
+    return {
+      reward: this.done ? 1 : 0,
+      done: this.done || this.agentEnded,
+      reason: this.done ? 'path completed' : 'path incomplete',
+    };
   }
 
   async oracle(): Promise<CanonicalAction | null> {
@@ -195,6 +225,11 @@ export interface SimulatedPoolOptions extends SimulatedEnvOptions {
 
 export class SimulatedEnvPool extends SlotPool<SimulatedEnv> {
   constructor(opts: SimulatedPoolOptions) {
-    super('simulated', opts.slots, (id) => new SimulatedEnv(id, opts), (e) => e.broken);
+    super(
+      'simulated',
+      opts.slots,
+      (id) => new SimulatedEnv(id, opts),
+      (e) => e.broken
+    );
   }
 }

@@ -75,7 +75,13 @@ export class SlotPool<E extends GuiEnv> implements EnvPool {
   }
 
   stats(): PoolStats {
-    return { kind: this.kind, slots: this.slots, busy: this.busy.size, waiting: this.waiters.length, replaced: this.replaced };
+    return {
+      kind: this.kind,
+      slots: this.slots,
+      busy: this.busy.size,
+      waiting: this.waiters.length,
+      replaced: this.replaced,
+    };
   }
 
   async close(): Promise<void> {
@@ -85,4 +91,3 @@ export class SlotPool<E extends GuiEnv> implements EnvPool {
     this.busy.clear();
   }
 }
-

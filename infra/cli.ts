@@ -16,7 +16,9 @@ export async function infraCommand(cmd: string | undefined): Promise<void> {
     }
     case 'down': {
       const stopped = await infraDown(settings);
-      console.log(stopped.length ? `[infra] stopped: ${stopped.join(', ')}` : '[infra] nothing started by dartflow is running');
+      console.log(
+        stopped.length ? `[infra] stopped: ${stopped.join(', ')}` : '[infra] nothing started by dartflow is running'
+      );
       return;
     }
     case 'status': {

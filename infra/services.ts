@@ -75,14 +75,22 @@ export async function minioHealthy(endpoint: string, timeoutMs = 2000): Promise<
   }
 }
 
-async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number, logFile?: string): Promise<void> {
+async function waitUntil(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  logFile?: string
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return;
     await sleep(250);
   }
-  const tail = logFile && fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').split('\n').slice(-15).join('\n') : '';
-  throw new Error(`${what} did not become healthy within ${timeoutMs / 1000}s.${tail ? `\nLast log lines (${logFile}):\n${tail}` : ''}`);
+  const tail =
+    logFile && fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').split('\n').slice(-15).join('\n') : '';
+  throw new Error(
+    `${what} did not become healthy within ${timeoutMs / 1000}s.${tail ? `\nLast log lines (${logFile}):\n${tail}` : ''}`
+  );
 }
 
 function spawnDaemon(
@@ -114,23 +122,34 @@ export interface TemporalDevServerOptions {
 }
 
 /** Starts (or reuses) a Temporal dev server with persistent SQLite history and the Web UI. */
-export async function startTemporalDevServer(settings: InfraSettings, opts: TemporalDevServerOptions): Promise<ServiceHandle> {
+export async function startTemporalDevServer(
+  settings: InfraSettings,
+  opts: TemporalDevServerOptions
+): Promise<ServiceHandle> {
   const name = opts.instanceName ?? 'temporal';
   const address = `127.0.0.1:${opts.port}`;
   const cli = settings.temporal.cliPath;
-  if (!cli) throw new Error('No Temporal CLI: run `npm run infra:install` (or set TEMPORAL_CLI_PATH / TEMPORAL_ADDRESS).');
+  if (!cli)
+    throw new Error('No Temporal CLI: run `npm run infra:install` (or set TEMPORAL_CLI_PATH / TEMPORAL_ADDRESS).');
   const existing = recordedPid(settings, name, 'start-dev');
   if (await temporalHealthy(address)) return { name: 'temporal', pid: existing, reused: true, external: false };
   if (existing) await stopPid(existing); // recorded but unhealthy: restart it cleanly
   fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
   const args = [
-    'server', 'start-dev',
-    '--ip', '127.0.0.1',
-    '--port', String(opts.port),
-    '--ui-port', String(opts.uiPort),
-    '--db-filename', opts.dbFile,
-    '--namespace', opts.namespace,
-    '--log-level', 'warn',
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(opts.port),
+    '--ui-port',
+    String(opts.uiPort),
+    '--db-filename',
+    opts.dbFile,
+    '--namespace',
+    opts.namespace,
+    '--log-level',
+    'warn',
     '--ui-disable-news-fetch',
     ...Object.entries(SEARCH_ATTRIBUTE_CLI_TYPES).flatMap(([k, t]) => ['--search-attribute', `${k}=${t}`]),
     ...(opts.extraArgs ?? []),
@@ -169,7 +188,9 @@ export async function registerSearchAttributes(settings: InfraSettings): Promise
 export async function startTemporal(settings: InfraSettings): Promise<ServiceHandle> {
   if (settings.temporal.external) {
     if (!(await temporalHealthy(settings.temporal.address, 5000)) && !settings.temporal.tls) {
-      throw new Error(`TEMPORAL_ADDRESS=${settings.temporal.address} is not reachable. Check the address or unset it to run a local dev server.`);
+      throw new Error(
+        `TEMPORAL_ADDRESS=${settings.temporal.address} is not reachable. Check the address or unset it to run a local dev server.`
+      );
     }
     await registerSearchAttributes(settings).catch((err: unknown) => {
       console.warn(`[infra] could not register search attributes on the external cluster: ${String(err)}`);
@@ -201,7 +222,15 @@ export async function startMinio(settings: InfraSettings): Promise<ServiceHandle
   if (!s3.minioBin) throw new Error('No MinIO server: run `npm run infra:install` (or set MINIO_BIN / S3_ENDPOINT).');
   const dataDir = path.join(settings.dataDir, 'minio');
   fs.mkdirSync(dataDir, { recursive: true });
-  const args = ['server', dataDir, '--address', `127.0.0.1:${s3.port}`, '--console-address', `127.0.0.1:${s3.consolePort}`, '--quiet'];
+  const args = [
+    'server',
+    dataDir,
+    '--address',
+    `127.0.0.1:${s3.port}`,
+    '--console-address',
+    `127.0.0.1:${s3.consolePort}`,
+    '--quiet',
+  ];
   const env = {
     ...process.env,
     MINIO_ROOT_USER: s3.accessKey,

@@ -96,7 +96,15 @@ export function loadInfraSettings(env: NodeJS.ProcessEnv = process.env): InfraSe
       uiPort,
       uiUrl: temporalExternal ? env.TEMPORAL_UI_URL : `http://127.0.0.1:${uiPort}`,
       cliPath: env.TEMPORAL_CLI_PATH ?? paths.TEMPORAL_CLI_PATH,
-      tls: tlsCert || tlsKey ? { certPath: tlsCert, keyPath: tlsKey, caPath: env.TEMPORAL_TLS_CA_PATH, serverName: env.TEMPORAL_TLS_SERVER_NAME } : undefined,
+      tls:
+        tlsCert || tlsKey
+          ? {
+              certPath: tlsCert,
+              keyPath: tlsKey,
+              caPath: env.TEMPORAL_TLS_CA_PATH,
+              serverName: env.TEMPORAL_TLS_SERVER_NAME,
+            }
+          : undefined,
     },
     s3: {
       external: s3External,

@@ -66,9 +66,13 @@ export function lineChartSvg(series: Series[], o: LineChartOptions): string {
   parts.push(`<line x1="${m.l}" x2="${W - m.r}" y1="${H - m.b}" y2="${H - m.b}" stroke="#333"/>`);
   parts.push(`<line x1="${m.l}" x2="${m.l}" y1="${m.t}" y2="${H - m.b}" stroke="#333"/>`);
   parts.push(`<text x="${(m.l + W - m.r) / 2}" y="${H - 12}" text-anchor="middle">${esc(o.xLabel)}</text>`);
-  parts.push(`<text transform="translate(16 ${(m.t + H - m.b) / 2}) rotate(-90)" text-anchor="middle">${esc(o.yLabel)}</text>`);
+  parts.push(
+    `<text transform="translate(16 ${(m.t + H - m.b) / 2}) rotate(-90)" text-anchor="middle">${esc(o.yLabel)}</text>`
+  );
   for (const h of o.hLines ?? []) {
-    parts.push(`<line x1="${m.l}" x2="${W - m.r}" y1="${sy(h.y)}" y2="${sy(h.y)}" stroke="#999" stroke-dasharray="5 4"/>`);
+    parts.push(
+      `<line x1="${m.l}" x2="${W - m.r}" y1="${sy(h.y)}" y2="${sy(h.y)}" stroke="#999" stroke-dasharray="5 4"/>`
+    );
     parts.push(`<text x="${W - m.r - 4}" y="${sy(h.y) - 4}" text-anchor="end" fill="#666">${esc(h.label)}</text>`);
   }
   series.forEach((s, i) => {
@@ -76,7 +80,8 @@ export function lineChartSvg(series: Series[], o: LineChartOptions): string {
     if (s.points.length > 0) {
       const d = s.points.map(([x, y], j) => `${j === 0 ? 'M' : 'L'}${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(' ');
       parts.push(`<path d="${d}" fill="none" stroke="${color}" stroke-width="2"/>`);
-      for (const [x, y] of s.points) parts.push(`<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="2.5" fill="${color}"/>`);
+      for (const [x, y] of s.points)
+        parts.push(`<circle cx="${sx(x).toFixed(1)}" cy="${sy(y).toFixed(1)}" r="2.5" fill="${color}"/>`);
     }
     parts.push(`<rect x="${W - m.r + 12}" y="${m.t + i * 20}" width="12" height="12" fill="${color}"/>`);
     parts.push(`<text x="${W - m.r + 30}" y="${m.t + i * 20 + 10}">${esc(s.name)}</text>`);
@@ -111,8 +116,12 @@ export function barChartSvg(bars: Array<{ label: string; value: number; color?: 
   }
   bars.forEach((b, i) => {
     const x = m.l + i * bw + bw * 0.15;
-    parts.push(`<rect x="${x}" y="${sy(b.value)}" width="${bw * 0.7}" height="${H - m.b - sy(b.value)}" fill="${b.color ?? PALETTE[i % PALETTE.length]}"/>`);
-    parts.push(`<text x="${x + bw * 0.35}" y="${sy(b.value) - 4}" text-anchor="middle">${Number(b.value.toPrecision(3))}</text>`);
+    parts.push(
+      `<rect x="${x}" y="${sy(b.value)}" width="${bw * 0.7}" height="${H - m.b - sy(b.value)}" fill="${b.color ?? PALETTE[i % PALETTE.length]}"/>`
+    );
+    parts.push(
+      `<text x="${x + bw * 0.35}" y="${sy(b.value) - 4}" text-anchor="middle">${Number(b.value.toPrecision(3))}</text>`
+    );
     parts.push(`<text x="${x + bw * 0.35}" y="${H - m.b + 16}" text-anchor="middle">${esc(b.label)}</text>`);
   });
   parts.push(`<line x1="${m.l}" x2="${W - m.r}" y1="${H - m.b}" y2="${H - m.b}" stroke="#333"/>`, '</svg>');
@@ -120,14 +129,26 @@ export function barChartSvg(bars: Array<{ label: string; value: number; color?: 
 }
 
 /** Renders SVG to a PNG file with headless Chromium (the env's browser; CHROMIUM_PATH or /usr/bin/chromium). */
-export async function writeSvgAsPng(svg: string, outFile: string, chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'): Promise<void> {
+export async function writeSvgAsPng(
+  svg: string,
+  outFile: string,
+  chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+): Promise<void> {
   const { chromium } = await import('playwright-core');
   const size = /width="(\d+)" height="(\d+)"/.exec(svg);
   const width = Number(size?.[1] ?? 720);
   const height = Number(size?.[2] ?? 420);
   const browser = await chromium.launch({
     executablePath: chromiumPath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
   try {
     const page = await browser.newPage({ viewport: { width, height } });

@@ -65,7 +65,8 @@ export interface EvalPoint {
   perFamily: Record<string, number>;
 }
 
-export type CampaignPhase = 'starting' | 'warm-start' | 'precollecting' | 'running' | 'paused' | 'draining' | 'completed' | 'failed';
+export type CampaignPhase =
+  'starting' | 'warm-start' | 'precollecting' | 'running' | 'paused' | 'draining' | 'completed' | 'failed';
 
 export interface CampaignStatus {
   campaignId: string;

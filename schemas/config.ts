@@ -12,17 +12,24 @@ export const CampaignSectionSchema = z
   .strictObject({
     id: z
       .string()
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'letters, digits, ".", "_" or "-", at most 100 chars, starting with a letter or digit')
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/,
+        'letters, digits, ".", "_" or "-", at most 100 chars, starting with a letter or digit'
+      )
       .default('quickstart')
       .describe('Campaign id: workflow id prefix and MinIO prefix (campaigns/<id>/).'),
     mode: z
       .enum(['async', 'sync'])
       .default('async')
-      .describe('async = DART decoupled (rollout-wise, overlapping training); sync = coupled baseline with batch barrier.'),
+      .describe(
+        'async = DART decoupled (rollout-wise, overlapping training); sync = coupled baseline with batch barrier.'
+      ),
     suite: z.string().min(1).default('quickstart').describe('Task suite name (tasks/suites/<suite>.json).'),
     maxTrainSteps: posInt.default(200).describe('Stop after this many train steps [§4.9: 200].'),
     maxEpisodes: posInt.default(1_000_000).describe('Stop after this many rollout episodes.'),
-    targetSuccess: prob.optional().describe('Stop early when held-out greedy success reaches this on every task family.'),
+    targetSuccess: prob
+      .optional()
+      .describe('Stop early when held-out greedy success reaches this on every task family.'),
   })
   .describe('What to train and when to stop.');
 
@@ -31,10 +38,17 @@ export const RolloutSchema = z
     nMax: posInt.default(8).describe('Rollouts per task group when the task is hard: N_max [§4.6: rollout_n 8].'),
     nMin: posInt.default(1).describe('Fewest rollouts for an easy task [§4.6: min_rollout_n 1].'),
     dynamicRollout: z.boolean().default(true).describe('Adapt rollouts per task from its success rate [§4.6].'),
-    successRateThreshold: prob.default(0.6).describe('θ: below it a task gets nMax; above, n = ⌊9/sr − 7⌋ [§4.6: 0.6].'),
+    successRateThreshold: prob
+      .default(0.6)
+      .describe('θ: below it a task gets nMax; above, n = ⌊9/sr − 7⌋ [§4.6: 0.6].'),
     maxSteps: posInt.default(30).describe('Global step budget per episode [§2.5: 30].'),
     dynamicMaxSteps: z.boolean().default(true).describe('Per-task step budget from the longest success so far [§4.7].'),
-    maxStepsMargin: z.number().int().nonnegative().default(0).describe('Steps added to the longest success [§4.7: unknown, 0].'),
+    maxStepsMargin: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe('Steps added to the longest success [§4.7: unknown, 0].'),
     temperature: z.number().positive().max(10).default(1.0).describe('Sampling temperature [§4.4: 1.0].'),
     envConcurrency: posInt.default(4).describe('Episodes in flight at once (total env slots to keep busy).'),
   })
@@ -52,7 +66,9 @@ export const CurationSchema = z
     precollect: z.boolean().default(false).describe('Pre-collect successes for hard tasks before training [§4.8].'),
     precollectSuccessesPerTask: posInt.default(2).describe('k successes per hard task to pre-collect.'),
     precollectMaxAttempts: posInt.default(64).describe('Give up pre-collecting a task after this many attempts.'),
-    accMax: prob.default(1.0).describe('Groups with mean reward ≥ accMax are not trained on (zero advantage) [§3.4: 1.0].'),
+    accMax: prob
+      .default(1.0)
+      .describe('Groups with mean reward ≥ accMax are not trained on (zero advantage) [§3.4: 1.0].'),
     groupSize: posInt.default(8).describe('Trajectories per trained group (down-/up-sampled) [§3.4: 8].'),
   })
   .describe('Data manager: staleness bound, experience pool and pre-collection.');
@@ -71,15 +87,26 @@ export const TrainerSchema = z
     clipLow: z.number().min(0).max(1).default(0.1).describe('PPO ε_low [§4.3: 0.1].'),
     clipHigh: z.number().min(0).max(10).default(0.28).describe('PPO ε_high [§4.3: 0.28].'),
     dualClip: z.number().min(1).default(10).describe('Dual-clip constant c for negative advantages [§4.3: 10].'),
-    tisCap: z.number().positive().default(1.0).describe('Truncated-IS cap C in w = min(π_old/π_behaviour, C) [§4.4: 1.0].'),
+    tisCap: z
+      .number()
+      .positive()
+      .default(1.0)
+      .describe('Truncated-IS cap C in w = min(π_old/π_behaviour, C) [§4.4: 1.0].'),
     klBeta: z.number().nonnegative().default(0.1).describe('β of the k3 KL to the initial policy [§4.3: 0.1].'),
-    entropyTopFraction: z.number().gt(0).max(1).default(0.8).describe('Train on this top fraction of step entropies [§4.5: 0.8].'),
+    entropyTopFraction: z
+      .number()
+      .gt(0)
+      .max(1)
+      .default(0.8)
+      .describe('Train on this top fraction of step entropies [§4.5: 0.8].'),
     entropyCoef: z.number().nonnegative().default(0).describe('Entropy bonus coefficient [§4.3: 0].'),
     useEntropySelection: z.boolean().default(true).describe('Ablation switch: high-entropy step selection.'),
     useTis: z.boolean().default(true).describe('Ablation switch: truncated importance sampling.'),
     useKl: z.boolean().default(true).describe('Ablation switch: KL to the reference policy.'),
     useClip: z.boolean().default(true).describe('Ablation switch: PPO clipping.'),
-    minGroups: posInt.default(6).describe('Fewest eligible groups to start a train step [§3.4: train_batch_size_min 6].'),
+    minGroups: posInt
+      .default(6)
+      .describe('Fewest eligible groups to start a train step [§3.4: train_batch_size_min 6].'),
     maxGroups: posInt.default(8).describe('Most groups per train step [§3.4: train_batch_size_max 8].'),
     minibatchSize: posInt.default(64).describe('Step samples per gradient computation (heartbeat per minibatch).'),
     epochs: posInt.default(1).describe('Passes over a batch per train step [§4.1: ppo_epochs 1].'),
@@ -101,7 +128,9 @@ export const PolicySchema = z
       .int()
       .nonnegative()
       .default(0)
-      .describe('Oracle demonstrations for a behaviour-cloning warm start before RL (0 = off); DART starts RL from an SFT model.'),
+      .describe(
+        'Oracle demonstrations for a behaviour-cloning warm start before RL (0 = off); DART starts RL from an SFT model.'
+      ),
     bcEpochs: posInt.default(20).describe('Passes over the demonstrations in the behaviour-cloning warm start.'),
   })
   .describe('The policy and the rollout service.');
@@ -122,8 +151,15 @@ export const EvalSchema = z
     episodesPerTask: posInt.default(20).describe('Held-out greedy episodes per task family.'),
     gateMinSuccessDrop: prob
       .default(0.2)
-      .describe('Model-rollout gate: refuse a version whose canary success drops by more than this (plus 2σ of the gate sample).'),
-    gateEveryVersions: z.number().int().nonnegative().default(1).describe('Gate every this many versions on the canary (0 = never).'),
+      .describe(
+        'Model-rollout gate: refuse a version whose canary success drops by more than this (plus 2σ of the gate sample).'
+      ),
+    gateEveryVersions: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(1)
+      .describe('Gate every this many versions on the canary (0 = never).'),
     gateEpisodesPerTask: posInt.default(8).describe('Greedy episodes per held-out task in the canary gate.'),
   })
   .describe('Held-out evaluation and the model-rollout gate.');
@@ -152,16 +188,32 @@ export const CampaignConfigSchema = z
   .strict()
   .superRefine((cfg, ctx) => {
     if (cfg.rollout.nMin > cfg.rollout.nMax) {
-      ctx.addIssue({ code: 'custom', path: ['rollout', 'nMin'], message: `must be ≤ rollout.nMax (${cfg.rollout.nMax})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rollout', 'nMin'],
+        message: `must be ≤ rollout.nMax (${cfg.rollout.nMax})`,
+      });
     }
     if (cfg.trainer.minGroups > cfg.trainer.maxGroups) {
-      ctx.addIssue({ code: 'custom', path: ['trainer', 'minGroups'], message: `must be ≤ trainer.maxGroups (${cfg.trainer.maxGroups})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['trainer', 'minGroups'],
+        message: `must be ≤ trainer.maxGroups (${cfg.trainer.maxGroups})`,
+      });
     }
     if (cfg.policy.kind === 'vlm' && !cfg.policy.vlmEndpoint) {
-      ctx.addIssue({ code: 'custom', path: ['policy', 'vlmEndpoint'], message: 'is required when policy.kind is "vlm"' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['policy', 'vlmEndpoint'],
+        message: 'is required when policy.kind is "vlm"',
+      });
     }
     if (cfg.env.kind === 'remote' && !cfg.env.remoteEndpoint) {
-      ctx.addIssue({ code: 'custom', path: ['env', 'remoteEndpoint'], message: 'is required when env.kind is "remote"' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['env', 'remoteEndpoint'],
+        message: 'is required when env.kind is "remote"',
+      });
     }
   });
 

@@ -12,7 +12,14 @@ import type { z } from 'zod';
 import type { ObjectRef } from '../schemas/records';
 import type { InfraSettings } from '../infra/settings';
 import { CorruptObjectError, ObjectNotFoundError, StorageUnavailableError } from './errors';
-import { checkTensorSpec, decodeSafetensors, encodeSafetensors, type DecodedSafetensors, type ExpectedTensor, type TensorMap } from './safetensors';
+import {
+  checkTensorSpec,
+  decodeSafetensors,
+  encodeSafetensors,
+  type DecodedSafetensors,
+  type ExpectedTensor,
+  type TensorMap,
+} from './safetensors';
 import { keys } from './keys';
 
 const SHA_META = 'x-amz-meta-sha256';
@@ -27,7 +34,13 @@ function isNotFound(err: unknown): boolean {
 }
 function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: string }).code;
-  return code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'ECONNRESET' || code === 'ETIMEDOUT' || code === 'EHOSTUNREACH';
+  return (
+    code === 'ECONNREFUSED' ||
+    code === 'ENOTFOUND' ||
+    code === 'ECONNRESET' ||
+    code === 'ETIMEDOUT' ||
+    code === 'EHOSTUNREACH'
+  );
 }
 
 class HashingCounter extends Transform {
@@ -116,15 +129,23 @@ export class ObjectStore {
     try {
       for await (const chunk of stream) chunks.push(chunk as Buffer);
     } catch (err) {
-      throw new CorruptObjectError(key, `read interrupted after ${chunks.reduce((n, c) => n + c.length, 0)} bytes (${String(err)})`);
+      throw new CorruptObjectError(
+        key,
+        `read interrupted after ${chunks.reduce((n, c) => n + c.length, 0)} bytes (${String(err)})`
+      );
     }
     const buf = Buffer.concat(chunks);
-    if (buf.length !== stat.size) throw new CorruptObjectError(key, `truncated: read ${buf.length} of ${stat.size} bytes`);
+    if (buf.length !== stat.size)
+      throw new CorruptObjectError(key, `truncated: read ${buf.length} of ${stat.size} bytes`);
     const recorded = (stat.metaData as Record<string, string> | undefined)?.sha256;
     const want = expectedSha256 ?? recorded;
     if (want) {
       const got = sha256Hex(buf);
-      if (got !== want) throw new CorruptObjectError(key, `sha256 ${got.slice(0, 12)}… does not match the recorded ${want.slice(0, 12)}…`);
+      if (got !== want)
+        throw new CorruptObjectError(
+          key,
+          `sha256 ${got.slice(0, 12)}… does not match the recorded ${want.slice(0, 12)}…`
+        );
     }
     return buf;
   }
@@ -146,7 +167,10 @@ export class ObjectStore {
     const parsed = schema.safeParse(raw);
     if (!parsed.success) {
       const first = parsed.error.issues[0];
-      throw new CorruptObjectError(key, `does not match its schema at "${first?.path.join('.') ?? ''}": ${first?.message ?? ''}`);
+      throw new CorruptObjectError(
+        key,
+        `does not match its schema at "${first?.path.join('.') ?? ''}": ${first?.message ?? ''}`
+      );
     }
     return parsed.data;
   }
@@ -170,7 +194,10 @@ export class ObjectStore {
       const parsed = schema.safeParse(raw);
       if (!parsed.success) {
         const first = parsed.error.issues[0];
-        throw new CorruptObjectError(key, `line ${i + 1} does not match its schema at "${first?.path.join('.') ?? ''}": ${first?.message ?? ''}`);
+        throw new CorruptObjectError(
+          key,
+          `line ${i + 1} does not match its schema at "${first?.path.join('.') ?? ''}": ${first?.message ?? ''}`
+        );
       }
       return parsed.data;
     });
@@ -179,7 +206,8 @@ export class ObjectStore {
   /** Content-addressed PNG: key = sha256 of the bytes; written once, later writes are no-ops. */
   async putScreenshot(png: Uint8Array): Promise<ObjectRef> {
     const PNG_MAGIC = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
-    if (png.byteLength < 8 || PNG_MAGIC.some((b, i) => png[i] !== b)) throw new Error('putScreenshot: data is not a PNG');
+    if (png.byteLength < 8 || PNG_MAGIC.some((b, i) => png[i] !== b))
+      throw new Error('putScreenshot: data is not a PNG');
     const sha256 = sha256Hex(png);
     const key = keys.screenshot(sha256);
     if (!(await this.exists(key))) await this.putBytes(key, png, 'image/png');
@@ -191,7 +219,10 @@ export class ObjectStore {
   }
 
   /** Reads and validates safetensors; with `expected`, dtype and shape of every tensor are checked too. */
-  async getSafetensors(key: string, opts: { expected?: Record<string, ExpectedTensor>; sha256?: string } = {}): Promise<DecodedSafetensors> {
+  async getSafetensors(
+    key: string,
+    opts: { expected?: Record<string, ExpectedTensor>; sha256?: string } = {}
+  ): Promise<DecodedSafetensors> {
     const buf = await this.getBytes(key, opts.sha256);
     try {
       const decoded = decodeSafetensors(buf, key);
@@ -206,10 +237,17 @@ export class ObjectStore {
    * Streams a (possibly huge) object in; the client uses multipart upload above one part. Returns
    * the ref with the sha256 computed on the way; verify a later read with `verify(ref)`.
    */
-  async putStream(key: string, source: Readable, size?: number, contentType = 'application/octet-stream'): Promise<ObjectRef> {
+  async putStream(
+    key: string,
+    source: Readable,
+    size?: number,
+    contentType = 'application/octet-stream'
+  ): Promise<ObjectRef> {
     const counter = new HashingCounter();
     const body = new PassThrough();
-    const upload = this.call(key, () => this.client.putObject(this.bucket, key, body, size, { 'Content-Type': contentType }));
+    const upload = this.call(key, () =>
+      this.client.putObject(this.bucket, key, body, size, { 'Content-Type': contentType })
+    );
     await Promise.all([pipeline(source, counter, body), upload]);
     return { bucket: this.bucket, key, sha256: counter.hash.digest('hex'), bytes: counter.bytes };
   }
@@ -227,9 +265,14 @@ export class ObjectStore {
         /* drain */
       }
     });
-    if (counter.bytes !== ref.bytes) throw new CorruptObjectError(ref.key, `truncated: ${counter.bytes} of ${ref.bytes} bytes`);
+    if (counter.bytes !== ref.bytes)
+      throw new CorruptObjectError(ref.key, `truncated: ${counter.bytes} of ${ref.bytes} bytes`);
     const got = counter.hash.digest('hex');
-    if (got !== ref.sha256) throw new CorruptObjectError(ref.key, `sha256 ${got.slice(0, 12)}… does not match the ref's ${ref.sha256.slice(0, 12)}…`);
+    if (got !== ref.sha256)
+      throw new CorruptObjectError(
+        ref.key,
+        `sha256 ${got.slice(0, 12)}… does not match the ref's ${ref.sha256.slice(0, 12)}…`
+      );
   }
 
   /** All keys under a prefix, sorted. */

@@ -5,10 +5,23 @@
  */
 import { createHash } from 'node:crypto';
 
-export type SafetensorsDtype = 'F32' | 'F64' | 'I32' | 'I64' | 'U8' | 'I8' | 'F16' | 'BF16' | 'I16' | 'U16' | 'U32' | 'U64' | 'BOOL';
+export type SafetensorsDtype =
+  'F32' | 'F64' | 'I32' | 'I64' | 'U8' | 'I8' | 'F16' | 'BF16' | 'I16' | 'U16' | 'U32' | 'U64' | 'BOOL';
 
 const DTYPE_BYTES: Record<SafetensorsDtype, number> = {
-  F64: 8, I64: 8, U64: 8, F32: 4, I32: 4, U32: 4, F16: 2, BF16: 2, I16: 2, U16: 2, U8: 1, I8: 1, BOOL: 1,
+  F64: 8,
+  I64: 8,
+  U64: 8,
+  F32: 4,
+  I32: 4,
+  U32: 4,
+  F16: 2,
+  BF16: 2,
+  I16: 2,
+  U16: 2,
+  U8: 1,
+  I8: 1,
+  BOOL: 1,
 };
 
 export interface Tensor {
@@ -22,7 +35,10 @@ export type TensorMap = Record<string, Tensor>;
 
 /** Raised for any structural problem; `where` names the object key or file when known. */
 export class SafetensorsError extends Error {
-  constructor(message: string, readonly where?: string) {
+  constructor(
+    message: string,
+    readonly where?: string
+  ) {
     super(where ? `${where}: ${message}` : message);
     this.name = 'SafetensorsError';
   }
@@ -30,8 +46,13 @@ export class SafetensorsError extends Error {
 
 export function f32Tensor(shape: number[], values: Float32Array): Tensor {
   const n = shape.reduce((a, b) => a * b, 1);
-  if (values.length !== n) throw new SafetensorsError(`shape [${shape.join(',')}] needs ${n} values, got ${values.length}`);
-  return { dtype: 'F32', shape, data: new Uint8Array(values.buffer.slice(values.byteOffset, values.byteOffset + values.byteLength)) };
+  if (values.length !== n)
+    throw new SafetensorsError(`shape [${shape.join(',')}] needs ${n} values, got ${values.length}`);
+  return {
+    dtype: 'F32',
+    shape,
+    data: new Uint8Array(values.buffer.slice(values.byteOffset, values.byteOffset + values.byteLength)),
+  };
 }
 
 /** A Float32Array view of an F32 tensor. */
@@ -50,7 +71,9 @@ export function encodeSafetensors(tensors: TensorMap, metadata: Record<string, s
     const t = tensors[name]!;
     const expected = t.shape.reduce((a, b) => a * b, 1) * DTYPE_BYTES[t.dtype];
     if (t.data.byteLength !== expected) {
-      throw new SafetensorsError(`tensor ${name}: ${t.data.byteLength} bytes for ${t.dtype}[${t.shape.join(',')}], expected ${expected}`);
+      throw new SafetensorsError(
+        `tensor ${name}: ${t.data.byteLength} bytes for ${t.dtype}[${t.shape.join(',')}], expected ${expected}`
+      );
     }
     header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + expected] };
     offset += expected;
@@ -84,7 +107,10 @@ export function decodeSafetensors(buf: Uint8Array, where?: string): DecodedSafet
   const view = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
   const headerLen = Number(view.readBigUInt64LE(0));
   if (headerLen <= 1 || headerLen > MAX_HEADER_BYTES || 8 + headerLen > buf.byteLength) {
-    throw new SafetensorsError(`corrupt or truncated: header length ${headerLen} does not fit in ${buf.byteLength} bytes`, where);
+    throw new SafetensorsError(
+      `corrupt or truncated: header length ${headerLen} does not fit in ${buf.byteLength} bytes`,
+      where
+    );
   }
   let header: unknown;
   try {
@@ -121,10 +147,16 @@ export function decodeSafetensors(buf: Uint8Array, where?: string): DecodedSafet
     const shape = e.shape as number[];
     const expected = shape.reduce((a, b) => a * b, 1) * DTYPE_BYTES[dtype];
     if (end < start || end - start !== expected) {
-      throw new SafetensorsError(`tensor ${name}: ${end - start} bytes for ${dtype}[${shape.join(',')}], expected ${expected}`, where);
+      throw new SafetensorsError(
+        `tensor ${name}: ${end - start} bytes for ${dtype}[${shape.join(',')}], expected ${expected}`,
+        where
+      );
     }
     if (end > dataLen) {
-      throw new SafetensorsError(`truncated: tensor ${name} ends at byte ${end} but the data section has ${dataLen}`, where);
+      throw new SafetensorsError(
+        `truncated: tensor ${name} ends at byte ${end} but the data section has ${dataLen}`,
+        where
+      );
     }
     spans.push([start, end, name]);
     tensors[name] = { dtype, shape, data: new Uint8Array(view.subarray(dataStart + start, dataStart + end)) };
@@ -133,7 +165,8 @@ export function decodeSafetensors(buf: Uint8Array, where?: string): DecodedSafet
   spans.sort((a, b) => a[0] - b[0]);
   let cursor = 0;
   for (const [start, end, name] of spans) {
-    if (start !== cursor) throw new SafetensorsError(`tensor ${name}: data_offsets leave a gap or overlap at byte ${cursor}`, where);
+    if (start !== cursor)
+      throw new SafetensorsError(`tensor ${name}: data_offsets leave a gap or overlap at byte ${cursor}`, where);
     cursor = end;
   }
   if (cursor !== dataLen) throw new SafetensorsError(`${dataLen - cursor} trailing bytes after the last tensor`, where);
@@ -150,9 +183,13 @@ export function checkTensorSpec(tensors: TensorMap, expected: Record<string, Exp
   for (const [name, exp] of Object.entries(expected)) {
     const t = tensors[name];
     if (!t) throw new SafetensorsError(`mismatch: tensor ${name} is missing`, where);
-    if (t.dtype !== exp.dtype) throw new SafetensorsError(`mismatch: tensor ${name} has dtype ${t.dtype}, expected ${exp.dtype}`, where);
+    if (t.dtype !== exp.dtype)
+      throw new SafetensorsError(`mismatch: tensor ${name} has dtype ${t.dtype}, expected ${exp.dtype}`, where);
     if (t.shape.length !== exp.shape.length || t.shape.some((d, i) => d !== exp.shape[i])) {
-      throw new SafetensorsError(`mismatch: tensor ${name} has shape [${t.shape.join(',')}], expected [${exp.shape.join(',')}]`, where);
+      throw new SafetensorsError(
+        `mismatch: tensor ${name} has shape [${t.shape.join(',')}], expected [${exp.shape.join(',')}]`,
+        where
+      );
     }
   }
   for (const name of Object.keys(tensors)) {

@@ -47,7 +47,8 @@ export function parseTaskSpec(raw: unknown, file = '<inline task>'): TaskSpec {
 export function loadTaskFile(file: string): TaskSpec {
   const task = parseTaskSpec(readJson(file), file);
   const expected = path.basename(file, '.json');
-  if (task.id !== expected) throw new TaskConfigError(`${file}: field "id": "${task.id}" must match the file name "${expected}"`, file, 'id');
+  if (task.id !== expected)
+    throw new TaskConfigError(`${file}: field "id": "${task.id}" must match the file name "${expected}"`, file, 'id');
   return task;
 }
 
@@ -70,7 +71,8 @@ export interface LoadedSuite extends Suite {
 
 export function loadSuite(name: string, opts: { suitesDir?: string; defsDir?: string } = {}): LoadedSuite {
   const file = path.join(opts.suitesDir ?? SUITES_DIR, `${name}.json`);
-  if (!fs.existsSync(file)) throw new TaskConfigError(`unknown suite "${name}" (known: ${listSuites(opts.suitesDir).join(', ')})`, file);
+  if (!fs.existsSync(file))
+    throw new TaskConfigError(`unknown suite "${name}" (known: ${listSuites(opts.suitesDir).join(', ')})`, file);
   const suite = parseWith(SuiteSchema, readJson(file), file);
   return { ...suite, taskSpecs: suite.tasks.map((id) => loadTask(id, opts.defsDir)) };
 }

@@ -15,7 +15,9 @@ export type SeedRange = z.infer<typeof SeedRangeSchema>;
 export const SPLITS = ['train', 'heldOut'] as const;
 export type Split = (typeof SPLITS)[number];
 
-const SetupStepSchema = z.object({ type: z.string().min(1), parameters: z.record(z.string(), z.unknown()).default({}) }).loose();
+const SetupStepSchema = z
+  .object({ type: z.string().min(1), parameters: z.record(z.string(), z.unknown()).default({}) })
+  .loose();
 
 export const TaskSpecSchema = z
   .object({
@@ -45,13 +47,21 @@ export const TaskSpecSchema = z
   .loose()
   .superRefine((t, ctx) => {
     if (FAMILY_INFO[t.family].tier !== t.tier) {
-      ctx.addIssue({ code: 'custom', path: ['tier'], message: `family ${t.family} is tier ${FAMILY_INFO[t.family].tier}` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tier'],
+        message: `family ${t.family} is tier ${FAMILY_INFO[t.family].tier}`,
+      });
     }
     const a = t.seeds.train;
     const b = t.seeds.heldOut;
     // Held-out seeds must never be trained on: overlapping ranges would leak the evaluation set.
     if (a.from < b.to && b.from < a.to) {
-      ctx.addIssue({ code: 'custom', path: ['seeds', 'heldOut'], message: 'held-out seed range overlaps the train range' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['seeds', 'heldOut'],
+        message: 'held-out seed range overlaps the train range',
+      });
     }
   });
 export type TaskSpec = z.infer<typeof TaskSpecSchema>;

@@ -21,14 +21,19 @@ test('eslint passes', () => {
 test('the lint rule keeps Node modules, onnxruntime and minio out of workflow files', () => {
   // A real file (the type-aware parser only lints files on disk), removed again in every case.
   const probeFile = path.join(root, 'workflows', '__lint_probe__.ts');
-  const probe = "import fs from 'node:fs';\nimport * as ort from 'onnxruntime-node';\nimport { Client } from 'minio';\nexport const x = [fs, ort, Client];\n";
+  const probe =
+    "import fs from 'node:fs';\nimport * as ort from 'onnxruntime-node';\nimport { Client } from 'minio';\nexport const x = [fs, ort, Client];\n";
   fs.writeFileSync(probeFile, probe);
   try {
     const r = spawnSync(bin('eslint'), [probeFile], { cwd: root, encoding: 'utf8' });
     assert.notEqual(r.status, 0, 'the probe must fail lint');
     const restricted = r.stdout.split('\n').filter((l) => l.includes('no-restricted-imports'));
     assert.equal(restricted.length, 3, `one error per forbidden import:\n${r.stdout}`);
-    for (const what of ['node:fs', 'onnxruntime-node', 'minio']) assert.ok(restricted.some((l) => l.includes(`'${what}'`)), what);
+    for (const what of ['node:fs', 'onnxruntime-node', 'minio'])
+      assert.ok(
+        restricted.some((l) => l.includes(`'${what}'`)),
+        what
+      );
   } finally {
     fs.rmSync(probeFile, { force: true });
   }

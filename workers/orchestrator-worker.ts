@@ -21,7 +21,8 @@ export function createOrchestratorActivities(store: ObjectStore) {
     ...createCampaignDataActivities({ store }),
     ...createCampaignSetupActivities({
       store,
-      ensureInitialCheckpoint: (campaignId, config) => ensureInitialCheckpoint(store, campaignId, specForWidth(config.policy.width), config.policy.seed),
+      ensureInitialCheckpoint: (campaignId, config) =>
+        ensureInitialCheckpoint(store, campaignId, specForWidth(config.policy.width), config.policy.seed),
     }),
   };
 }

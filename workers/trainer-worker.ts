@@ -12,7 +12,10 @@ import { connectWorker } from '../infra/temporal-connection';
 import { TASK_QUEUES } from '../schemas/task-queues';
 import { ObjectStore } from '../storage/object-store';
 
-export async function createTrainerWorker(settings: InfraSettings, overrides: Partial<WorkerOptions> = {}): Promise<Worker> {
+export async function createTrainerWorker(
+  settings: InfraSettings,
+  overrides: Partial<WorkerOptions> = {}
+): Promise<Worker> {
   installQuietRuntime();
   const store = ObjectStore.fromSettings(settings);
   await store.ensureBucket();

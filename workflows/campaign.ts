@@ -86,7 +86,12 @@ export interface CampaignResult {
 const setup = proxyActivities<ReturnType<typeof createCampaignSetupActivities>>({
   taskQueue: TASK_QUEUES.orchestrator,
   startToCloseTimeout: '2 minutes',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20, nonRetryableErrorTypes: ['TaskConfigError', 'ConfigError'] },
+  retry: {
+    initialInterval: '1 second',
+    maximumInterval: '30 seconds',
+    maximumAttempts: 20,
+    nonRetryableErrorTypes: ['TaskConfigError', 'ConfigError'],
+  },
 });
 const data = proxyActivities<ReturnType<typeof createCampaignDataActivities>>({
   taskQueue: TASK_QUEUES.orchestrator,
@@ -98,7 +103,12 @@ const trainer = proxyActivities<ReturnType<typeof createTrainerActivities>>({
   // A train step is seconds on the embedded policy; a heartbeat per minibatch detects a dead trainer fast.
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '2 minutes',
-  retry: { initialInterval: '2 seconds', maximumInterval: '1 minute', maximumAttempts: 10, nonRetryableErrorTypes: ['NonFiniteLossError', 'CheckpointMismatchError', 'InvalidTrainInput'] },
+  retry: {
+    initialInterval: '2 seconds',
+    maximumInterval: '1 minute',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: ['NonFiniteLossError', 'CheckpointMismatchError', 'InvalidTrainInput'],
+  },
 });
 
 export async function campaignWorkflow(input: CampaignInput): Promise<CampaignResult> {
@@ -135,7 +145,10 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   setHandler(taskStatsQuery, () => Object.values(s.stats));
   setHandler(groupFinishedSignal, (g: GroupSummary) => {
     // Successes the group added to the pool are counted by their pool writes (bounded by poolWanted).
-    const added = Math.min(g.trajectories.filter((t) => !t.injectedFromPool && (t.reward ?? 0) > 0).length, Math.max(0, s.config.curation.precollectSuccessesPerTask - (s.stats[g.taskId]?.poolSize ?? 0)));
+    const added = Math.min(
+      g.trajectories.filter((t) => !t.injectedFromPool && (t.reward ?? 0) > 0).length,
+      Math.max(0, s.config.curation.precollectSuccessesPerTask - (s.stats[g.taskId]?.poolSize ?? 0))
+    );
     if (recordGroup(s, g, s.config.curation.experiencePool ? added : 0)) wake();
   });
   setHandler(evalFinishedSignal, (p: EvalPoint) => {
@@ -194,7 +207,8 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     },
     {
       validator: (u) => {
-        if (!s.stats[u.taskId]) throw new Error(`unknown task "${u.taskId}" (known: ${Object.keys(s.stats).join(', ')})`);
+        if (!s.stats[u.taskId])
+          throw new Error(`unknown task "${u.taskId}" (known: ${Object.keys(s.stats).join(', ')})`);
         if (u.quarantined && s.tasks.filter((t) => !s.stats[t.id]?.quarantined && t.id !== u.taskId).length === 0) {
           throw new Error('cannot quarantine the last active task');
         }
@@ -212,7 +226,8 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     {
       validator: (u) => {
         if (!s.stats[u.taskId]) throw new Error(`unknown task "${u.taskId}"`);
-        if (!u.manifestKey.endsWith('manifest.json')) throw new Error('manifestKey must be a trajectory manifest key (…/manifest.json)');
+        if (!u.manifestKey.endsWith('manifest.json'))
+          throw new Error('manifestKey must be a trajectory manifest key (…/manifest.json)');
       },
     }
   );
@@ -258,7 +273,12 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
           seed: plan.seed,
           n: plan.n,
           maxSteps: plan.maxSteps,
-          policy: { kind: s.config.policy.kind === 'vlm' ? 'uitars' : 'embedded', endpoints: endpoints.map((e) => e.url), temperature: s.config.rollout.temperature, versionHint: s.policyVersion },
+          policy: {
+            kind: s.config.policy.kind === 'vlm' ? 'uitars' : 'embedded',
+            endpoints: endpoints.map((e) => e.url),
+            temperature: s.config.rollout.temperature,
+            versionHint: s.policyVersion,
+          },
           experiencePool: s.config.curation.experiencePool,
           poolWanted: plan.poolWanted,
         },
@@ -289,7 +309,12 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     const last = s.evals.at(-1);
     const every = s.config.eval.gateEveryVersions;
     if (!last || s.heldOut.length === 0 || every === 0 || version % every !== 0) return null;
-    return { tasks: s.heldOut.map((t) => t.spec), episodesPerTask: s.config.eval.gateEpisodesPerTask, baseline: last.successRate, maxDrop: s.config.eval.gateMinSuccessDrop };
+    return {
+      tasks: s.heldOut.map((t) => t.spec),
+      episodesPerTask: s.config.eval.gateEpisodesPerTask,
+      baseline: last.successRate,
+      maxDrop: s.config.eval.gateMinSuccessDrop,
+    };
   }
 
   function startEval(version: number): void {
@@ -357,7 +382,11 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     setCurrentDetails(
       [
         `**Campaign** \`${s.campaignId}\` (${s.config.campaign.mode}) — **${st.phase}**`,
-        `- policy version **v${s.policyVersion}**, served: ${Object.entries(s.servedVersions).map(([k, v]) => `${k}=v${v}`).join(', ') || '—'}`,
+        `- policy version **v${s.policyVersion}**, served: ${
+          Object.entries(s.servedVersions)
+            .map(([k, v]) => `${k}=v${v}`)
+            .join(', ') || '—'
+        }`,
         `- episodes ${s.episodes}, train steps ${s.trainSteps}/${s.config.campaign.maxTrainSteps}, groups in flight ${st.groupsInFlight}, buffered ${st.bufferedGroups}`,
         `- recent rollout success ${(st.recentSuccessRate * 100).toFixed(1)}%, held-out ${st.lastEval ? `${(st.lastEval.successRate * 100).toFixed(1)}% @v${st.lastEval.version}` : '—'}`,
         `- infra failures ${s.infraFailures} (never recorded as reward)`,
@@ -413,7 +442,12 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
         taskId: g.taskId,
         trajectories: g.trajectories
           .filter((t) => (t.reward ?? 0) > 0)
-          .map((t) => ({ trajectoryId: t.trajectoryId, manifestKey: t.manifestKey, reward: t.reward ?? 0, injectedFromPool: false })),
+          .map((t) => ({
+            trajectoryId: t.trajectoryId,
+            manifestKey: t.manifestKey,
+            reward: t.reward ?? 0,
+            injectedFromPool: false,
+          })),
       }))
       .filter((g) => g.trajectories.length > 0);
     const result = await trainer.behaviourClone({
@@ -501,14 +535,20 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       await condition(() => dirty, '30 seconds');
     }
 
-    const canSuggested = workflowInfo().continueAsNewSuggested || (input.continueAsNewAfterIterations !== undefined && iterations >= input.continueAsNewAfterIterations);
+    const canSuggested =
+      workflowInfo().continueAsNewSuggested ||
+      (input.continueAsNewAfterIterations !== undefined && iterations >= input.continueAsNewAfterIterations);
     if (canSuggested && !trainInFlight && !rolloutInFlight) {
       // Children (task groups, evals) run on and signal the next run by workflow id; only the train step
       // must be idle, since an activity does not survive continue-as-new.
       await condition(allHandlersFinished);
       if (!trainInFlight && !rolloutInFlight) {
         publish();
-        return continueAsNew<typeof campaignWorkflow>({ config: s.config, state: s, continueAsNewAfterIterations: input.continueAsNewAfterIterations });
+        return continueAsNew<typeof campaignWorkflow>({
+          config: s.config,
+          state: s,
+          continueAsNewAfterIterations: input.continueAsNewAfterIterations,
+        });
       }
     }
   }
@@ -524,7 +564,8 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   s.phase = 'completed';
   publish();
   await condition(allHandlersFinished);
-  if (s.evals.length === 0 && s.heldOut.length > 0) throw ApplicationFailure.nonRetryable('campaign finished without any evaluation');
+  if (s.evals.length === 0 && s.heldOut.length > 0)
+    throw ApplicationFailure.nonRetryable('campaign finished without any evaluation');
   return {
     campaignId: s.campaignId,
     policyVersion: s.policyVersion,

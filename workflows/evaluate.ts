@@ -28,7 +28,12 @@ const { runEpisode, runEpisodes } = proxyActivities<EnvActivities>({
   taskQueue: TASK_QUEUES.env,
   startToCloseTimeout: '15 minutes',
   heartbeatTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes: ['TaskConfigError', 'InvalidEpisodeInput'] },
+  retry: {
+    initialInterval: '1 second',
+    maximumInterval: '30 seconds',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: ['TaskConfigError', 'InvalidEpisodeInput'],
+  },
 });
 const data = proxyActivities<ReturnType<typeof createCampaignDataActivities>>({
   taskQueue: TASK_QUEUES.orchestrator,
@@ -38,7 +43,10 @@ const data = proxyActivities<ReturnType<typeof createCampaignDataActivities>>({
 
 /** Evenly spread held-out seeds of a task (same seeds for every version: comparable curve points). */
 export function heldOutSeeds(task: EvaluateInput['tasks'][number], count: number): number[] {
-  const range = (task.seeds as { heldOut?: { from: number; to: number } } | undefined)?.heldOut ?? { from: 1_000_000, to: 1_010_000 };
+  const range = (task.seeds as { heldOut?: { from: number; to: number } } | undefined)?.heldOut ?? {
+    from: 1_000_000,
+    to: 1_010_000,
+  };
   const span = range.to - range.from;
   const n = Math.min(count, span);
   return Array.from({ length: n }, (_, i) => range.from + Math.floor((i * span) / n));
@@ -46,14 +54,22 @@ export function heldOutSeeds(task: EvaluateInput['tasks'][number], count: number
 
 export async function evaluateWorkflow(input: EvaluateInput): Promise<EvalPoint> {
   const evalId = workflowInfo().workflowId;
-  const jobs = input.tasks.flatMap((task) => heldOutSeeds(task, input.episodesPerTask).map((seed, i) => ({ task, seed, i })));
+  const jobs = input.tasks.flatMap((task) =>
+    heldOutSeeds(task, input.episodesPerTask).map((seed, i) => ({ task, seed, i }))
+  );
   const episodeInput = ({ task, seed, i }: (typeof jobs)[number]) => ({
     campaignId: `${input.campaignId}.eval`,
     groupId: `${evalId}-${task.id}`.slice(-180),
     trajectoryId: `${evalId}-${task.id}-${i}`.slice(-190),
     task,
     seed,
-    policy: { kind: input.policyKind, endpoints: input.endpoints, versionHint: input.version, temperature: 0, options: { greedy: true } },
+    policy: {
+      kind: input.policyKind,
+      endpoints: input.endpoints,
+      versionHint: input.version,
+      temperature: 0,
+      options: { greedy: true },
+    },
     source: 'rollout' as const,
   });
   // One batched activity per task; episodes that failed for infrastructure reasons are retried one by one.

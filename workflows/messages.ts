@@ -39,9 +39,10 @@ export const groupFinishedSignal = defineSignal<[GroupSummary]>('groupFinished')
 /** Sent by evaluateWorkflow children. */
 export const evalFinishedSignal = defineSignal<[EvalPoint]>('evalFinished');
 /** Sent by modelRolloutWorkflow children when a version is served (or rolled back). */
-export const modelRolledOutSignal = defineSignal<[{ version: number; ok: boolean; servedVersions: Record<string, number>; reason?: string }]>(
-  'modelRolledOut'
-);
+export const modelRolledOutSignal =
+  defineSignal<[{ version: number; ok: boolean; servedVersions: Record<string, number>; reason?: string }]>(
+    'modelRolledOut'
+  );
 
 /** Config fields a running campaign accepts through setConfig (others need a new campaign). */
 export const LIVE_TUNABLE_FIELDS = [

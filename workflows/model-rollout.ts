@@ -12,7 +12,10 @@ import { modelRolledOutSignal } from './messages';
 
 /** What each policy server's worker exposes on its own queue `policy-<serverId>`. */
 export interface PolicyServerActivities {
-  reloadPolicy(input: { campaignId: string; version: number }): Promise<{ serverId: string; version: number; loadMs: number }>;
+  reloadPolicy(input: {
+    campaignId: string;
+    version: number;
+  }): Promise<{ serverId: string; version: number; loadMs: number }>;
 }
 
 export interface ModelRolloutInput {
@@ -38,7 +41,12 @@ function reloaderFor(serverId: string) {
     // Loading is seconds; a dead server must not block the rollout forever.
     scheduleToStartTimeout: '2 minutes',
     startToCloseTimeout: '5 minutes',
-    retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 3, nonRetryableErrorTypes: ['CheckpointRejectedError'] },
+    retry: {
+      initialInterval: '1 second',
+      maximumInterval: '10 seconds',
+      maximumAttempts: 3,
+      nonRetryableErrorTypes: ['CheckpointRejectedError'],
+    },
   }).reloadPolicy;
 }
 
@@ -93,7 +101,9 @@ export async function modelRolloutWorkflow(input: ModelRolloutInput): Promise<Mo
       const noise = point.episodes > 0 ? 2 * Math.sqrt((b * (1 - b)) / point.episodes) : 0;
       const floor = b - input.gate.maxDrop - noise;
       if (point.episodes > 0 && point.successRate < floor) {
-        await rollback(`canary gate failed: success ${point.successRate.toFixed(2)} < ${floor.toFixed(2)} (baseline ${b.toFixed(2)} − ${input.gate.maxDrop} − 2σ)`);
+        await rollback(
+          `canary gate failed: success ${point.successRate.toFixed(2)} < ${floor.toFixed(2)} (baseline ${b.toFixed(2)} − ${input.gate.maxDrop} − 2σ)`
+        );
         break;
       }
     }

@@ -32,7 +32,10 @@ export async function precollectWorkflow(input: PrecollectInput): Promise<Precol
     input.tasks.map(async (task) => {
       const have = { successes: input.alreadyPooled?.[task.id] ?? 0, attempts: 0 };
       perTask[task.id] = have;
-      const train = (task.seeds as { train?: { from: number; to: number } } | undefined)?.train ?? { from: 0, to: 1_000_000 };
+      const train = (task.seeds as { train?: { from: number; to: number } } | undefined)?.train ?? {
+        from: 0,
+        to: 1_000_000,
+      };
       let round = 0;
       while (have.successes < input.successesPerTask && have.attempts < input.maxAttemptsPerTask) {
         const n = Math.min(batch, input.maxAttemptsPerTask - have.attempts);
@@ -47,7 +50,7 @@ export async function precollectWorkflow(input: PrecollectInput): Promise<Precol
               task,
               seed: train.from + ((round * 7919) % Math.max(1, train.to - train.from)),
               n,
-              maxSteps: input.maxSteps ?? ((task as { maxSteps?: number }).maxSteps ?? 30),
+              maxSteps: input.maxSteps ?? (task as { maxSteps?: number }).maxSteps ?? 30,
               policy: { kind: input.policyKind, endpoints: input.endpoints, temperature: input.temperature },
               experiencePool: false,
               poolWanted: input.successesPerTask - have.successes,

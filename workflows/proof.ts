@@ -5,7 +5,12 @@ import type { ObjectRef } from '../schemas/records';
 
 const { writeProofObject } = proxyActivities<ReturnType<typeof createProofActivities>>({
   startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10, nonRetryableErrorTypes: ['ZodError'] },
+  retry: {
+    initialInterval: '1 second',
+    maximumInterval: '30 seconds',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: ['ZodError'],
+  },
 });
 
 export interface ProofWorkflowInput {

@@ -23,7 +23,13 @@ export interface TaskGroupInput {
   seed: number;
   n: number;
   maxSteps: number;
-  policy: { kind: string; endpoints: string[]; temperature: number; versionHint?: number; options?: Record<string, unknown> };
+  policy: {
+    kind: string;
+    endpoints: string[];
+    temperature: number;
+    versionHint?: number;
+    options?: Record<string, unknown>;
+  };
   /** Look up a pooled success when all episodes fail (§4.8). */
   experiencePool: boolean;
   /** Successes of this group to add to the task's pool (the campaign knows how many the pool still wants). */
@@ -99,10 +105,12 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
   const trajectories: TrajectorySummary[] = [];
   let infraFailures = 0;
   for (const s of results) {
-    if (s.status === 'fulfilled' && s.value.status === 'ok' && s.value.reward !== null) trajectories.push(toSummary(s.value, input.groupId));
+    if (s.status === 'fulfilled' && s.value.status === 'ok' && s.value.reward !== null)
+      trajectories.push(toSummary(s.value, input.groupId));
     else {
       infraFailures++;
-      if (s.status === 'rejected') log.warn('episode lost to an infrastructure failure', { groupId: input.groupId, error: String(s.reason) });
+      if (s.status === 'rejected')
+        log.warn('episode lost to an infrastructure failure', { groupId: input.groupId, error: String(s.reason) });
     }
   }
   const successes = trajectories.filter((t) => (t.reward ?? 0) > 0);

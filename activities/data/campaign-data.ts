@@ -3,7 +3,12 @@
  * campaign preparation. Small, idempotent reads and writes of MinIO objects.
  */
 import { z } from 'zod';
-import { TrajectorySummarySchema, type EvalPoint, type PolicyEndpoint, type TrajectorySummary } from '../../schemas/campaign';
+import {
+  TrajectorySummarySchema,
+  type EvalPoint,
+  type PolicyEndpoint,
+  type TrajectorySummary,
+} from '../../schemas/campaign';
 import { TrajectoryManifestSchema } from '../../schemas/records';
 import { keys, registryKeys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
@@ -28,7 +33,11 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
       let added = 0;
       for (const t of input.trajectories) {
         if (!(t.reward !== null && t.reward > 0)) continue;
-        await store.putJson(keys.poolEntry(input.campaignId, t.taskId, t.trajectoryId), { ...t, injectedFromPool: false, pooledAt: now() }, PoolEntrySchema);
+        await store.putJson(
+          keys.poolEntry(input.campaignId, t.taskId, t.trajectoryId),
+          { ...t, injectedFromPool: false, pooledAt: now() },
+          PoolEntrySchema
+        );
         added++;
       }
       return added;
@@ -59,8 +68,10 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
     /** An operator-supplied success (or demonstration) joins a task's pool (Update injectSuccess). */
     async injectSuccess(input: { campaignId: string; taskId: string; manifestKey: string }): Promise<void> {
       const m = await store.getJson(input.manifestKey, TrajectoryManifestSchema);
-      if (m.taskId !== input.taskId) throw new Error(`${input.manifestKey} is a trajectory of task ${m.taskId}, not ${input.taskId}`);
-      if (!(m.reward !== null && m.reward > 0)) throw new Error(`${input.manifestKey} is not a success (reward ${String(m.reward)})`);
+      if (m.taskId !== input.taskId)
+        throw new Error(`${input.manifestKey} is a trajectory of task ${m.taskId}, not ${input.taskId}`);
+      if (!(m.reward !== null && m.reward > 0))
+        throw new Error(`${input.manifestKey} is not a success (reward ${String(m.reward)})`);
       const summary: TrajectorySummary = {
         trajectoryId: m.trajectoryId,
         manifestKey: input.manifestKey,
@@ -73,7 +84,11 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
         maxPolicyVersion: m.maxPolicyVersion,
         injectedFromPool: false,
       };
-      await store.putJson(keys.poolEntry(input.campaignId, m.taskId, m.trajectoryId), { ...summary, pooledAt: now() }, PoolEntrySchema);
+      await store.putJson(
+        keys.poolEntry(input.campaignId, m.taskId, m.trajectoryId),
+        { ...summary, pooledAt: now() },
+        PoolEntrySchema
+      );
     },
 
     /** Learning-curve point (held-out greedy success of a version). */

@@ -6,8 +6,15 @@ import { registryKeys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
 import { PolicyServerRegistrationSchema, type PolicyServerRegistration } from './campaign-data';
 
-export async function announcePolicyServer(store: ObjectStore, reg: Omit<PolicyServerRegistration, 'heartbeatAt'>): Promise<void> {
-  await store.putJson(registryKeys.policyServer(reg.serverId), { ...reg, heartbeatAt: Date.now() }, PolicyServerRegistrationSchema);
+export async function announcePolicyServer(
+  store: ObjectStore,
+  reg: Omit<PolicyServerRegistration, 'heartbeatAt'>
+): Promise<void> {
+  await store.putJson(
+    registryKeys.policyServer(reg.serverId),
+    { ...reg, heartbeatAt: Date.now() },
+    PolicyServerRegistrationSchema
+  );
 }
 
 export async function withdrawPolicyServer(store: ObjectStore, serverId: string): Promise<void> {
@@ -15,7 +22,11 @@ export async function withdrawPolicyServer(store: ObjectStore, serverId: string)
 }
 
 /** Re-announces every `intervalMs` until stopped; failures (MinIO restarting) are retried next tick. */
-export function keepAnnouncing(store: ObjectStore, current: () => Omit<PolicyServerRegistration, 'heartbeatAt'>, intervalMs = 10_000): () => Promise<void> {
+export function keepAnnouncing(
+  store: ObjectStore,
+  current: () => Omit<PolicyServerRegistration, 'heartbeatAt'>,
+  intervalMs = 10_000
+): () => Promise<void> {
   let stopped = false;
   const tick = () => announcePolicyServer(store, current()).catch(() => undefined);
   void tick();

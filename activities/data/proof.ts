@@ -11,7 +11,12 @@ import type { ObjectStore } from '../../storage/object-store';
 export const ProofInputSchema = z.object({ message: z.string().max(1000) });
 export type ProofInput = z.infer<typeof ProofInputSchema>;
 
-const ProofObjectSchema = z.object({ message: z.string(), workflowId: z.string(), attempt: z.number(), writtenAt: z.number() });
+const ProofObjectSchema = z.object({
+  message: z.string(),
+  workflowId: z.string(),
+  attempt: z.number(),
+  writtenAt: z.number(),
+});
 
 export function createProofActivities(deps: { store: ObjectStore }) {
   return {

@@ -16,7 +16,8 @@ export function toActivityFailure(err: unknown): Error {
   if (err instanceof TaskConfigError) {
     return ApplicationFailure.create({ type: 'TaskConfigError', message: err.message, nonRetryable: true, cause: err });
   }
-  const retryable = (type: string, e: Error) => ApplicationFailure.create({ type, message: e.message, nonRetryable: false, cause: e });
+  const retryable = (type: string, e: Error) =>
+    ApplicationFailure.create({ type, message: e.message, nonRetryable: false, cause: e });
   if (err instanceof EnvError) return retryable(err.name, err);
   if (err instanceof StorageUnavailableError) return retryable('StorageUnavailableError', err);
   if (err instanceof PolicyUnavailableError) return retryable('PolicyUnavailableError', err);

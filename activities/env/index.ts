@@ -1,4 +1,10 @@
-export { createEnvActivities, runEpisodeCore, type EnvActivities, type EnvActivityDeps, type EpisodeHooks } from './run-episode';
+export {
+  createEnvActivities,
+  runEpisodeCore,
+  type EnvActivities,
+  type EnvActivityDeps,
+  type EpisodeHooks,
+} from './run-episode';
 export { RunEpisodeInputSchema, type RunEpisodeInput, type RunEpisodeResult, type EpisodeHeartbeat } from './input';
 export * from './policy';
 export { builtinPolicies, createOraclePolicy, createRandomPolicy } from './policies';

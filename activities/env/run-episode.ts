@@ -20,8 +20,20 @@ import type { EnvPool, GuiEnv, Observation } from '../../envs/types';
 import { parseTaskSpec } from '../../tasks/loader';
 import type { TaskSpec } from '../../tasks/schema';
 import { failureStatus, toActivityFailure } from './failures';
-import { RunEpisodeInputSchema, type EpisodeHeartbeat, type RunEpisodeInput, type RunEpisodeParsed, type RunEpisodeResult } from './input';
-import { PolicyUnavailableError, type EpisodePolicy, type PolicyDecision, type PolicyFactory, type PolicyHistoryItem } from './policy';
+import {
+  RunEpisodeInputSchema,
+  type EpisodeHeartbeat,
+  type RunEpisodeInput,
+  type RunEpisodeParsed,
+  type RunEpisodeResult,
+} from './input';
+import {
+  PolicyUnavailableError,
+  type EpisodePolicy,
+  type PolicyDecision,
+  type PolicyFactory,
+  type PolicyHistoryItem,
+} from './policy';
 
 export interface EnvActivityDeps {
   pool: EnvPool;
@@ -60,16 +72,27 @@ function validate(raw: unknown): { input: RunEpisodeParsed; task: TaskSpec } {
   const parsed = RunEpisodeInputSchema.safeParse(raw);
   if (!parsed.success) {
     const msg = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-    throw ApplicationFailure.create({ type: 'InvalidEpisodeInput', message: `invalid runEpisode input: ${msg}`, nonRetryable: true });
+    throw ApplicationFailure.create({
+      type: 'InvalidEpisodeInput',
+      message: `invalid runEpisode input: ${msg}`,
+      nonRetryable: true,
+    });
   }
   try {
-    return { input: parsed.data, task: parseTaskSpec(parsed.data.task, `task of trajectory ${parsed.data.trajectoryId}`) };
+    return {
+      input: parsed.data,
+      task: parseTaskSpec(parsed.data.task, `task of trajectory ${parsed.data.trajectoryId}`),
+    };
   } catch (err) {
     throw toActivityFailure(err);
   }
 }
 
-export async function runEpisodeCore(deps: EnvActivityDeps, raw: RunEpisodeInput, hooks: EpisodeHooks): Promise<RunEpisodeResult> {
+export async function runEpisodeCore(
+  deps: EnvActivityDeps,
+  raw: RunEpisodeInput,
+  hooks: EpisodeHooks
+): Promise<RunEpisodeResult> {
   const now = deps.now ?? Date.now;
   const { input, task } = validate(raw);
   const factory = deps.policies[input.policy.kind];
@@ -155,12 +178,22 @@ export async function runEpisodeCore(deps: EnvActivityDeps, raw: RunEpisodeInput
       let decision: PolicyDecision;
       try {
         decision = await policy.act(
-          { png: obs.png, width: obs.width, height: obs.height, instruction, fields: reset.fields, step, history: [...history] },
+          {
+            png: obs.png,
+            width: obs.width,
+            height: obs.height,
+            instruction,
+            fields: reset.fields,
+            step,
+            history: [...history],
+          },
           { seed: stepSeed(trajectoryId, step, hooks.attempt), temperature: input.policy.temperature }
         );
       } catch (err) {
         if (err instanceof EnvError || err instanceof PolicyUnavailableError) throw err;
-        throw new PolicyUnavailableError(`policy "${input.policy.kind}" failed: ${err instanceof Error ? err.message : String(err)}`);
+        throw new PolicyUnavailableError(
+          `policy "${input.policy.kind}" failed: ${err instanceof Error ? err.message : String(err)}`
+        );
       }
       // A malformed model output is a failed step, not an error: the episode goes on by the task's rules.
       const res = decision.action
@@ -212,7 +245,9 @@ export async function runEpisodeCore(deps: EnvActivityDeps, raw: RunEpisodeInput
       err instanceof TaskConfigError
     );
     // Best effort: a record of the failed attempt (reward null) helps debugging; a retry overwrites it.
-    await writeTrajectory(failureStatus(err), null, err instanceof Error ? err.message : String(err)).catch(() => undefined);
+    await writeTrajectory(failureStatus(err), null, err instanceof Error ? err.message : String(err)).catch(
+      () => undefined
+    );
     throw toActivityFailure(err);
   } finally {
     await policy?.close?.().catch(() => undefined);

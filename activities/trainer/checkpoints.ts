@@ -18,7 +18,10 @@ export { policySpecHash };
 
 /** A checkpoint that exists but cannot be used with this spec (wrong shapes or spec hash). */
 export class CheckpointMismatchError extends Error {
-  constructor(readonly key: string, reason: string) {
+  constructor(
+    readonly key: string,
+    reason: string
+  ) {
     super(`checkpoint ${key} does not match the policy spec: ${reason}`);
     this.name = 'CheckpointMismatchError';
   }
@@ -35,20 +38,38 @@ function toTensorMap(spec: PolicySpec, weights: PolicyWeights): TensorMap {
   return Object.fromEntries(Object.entries(shapes).map(([name, t]) => [name, f32Tensor(t.shape, weights[name]!)]));
 }
 
-export async function readManifest(store: ObjectStore, campaignId: string, version: number): Promise<CheckpointManifest> {
+export async function readManifest(
+  store: ObjectStore,
+  campaignId: string,
+  version: number
+): Promise<CheckpointManifest> {
   return store.getJson(keys.checkpointManifest(campaignId, version), CheckpointManifestSchema);
 }
 
-export async function loadCheckpoint(store: ObjectStore, campaignId: string, version: number, spec: PolicySpec): Promise<LoadedCheckpoint> {
+export async function loadCheckpoint(
+  store: ObjectStore,
+  campaignId: string,
+  version: number,
+  spec: PolicySpec
+): Promise<LoadedCheckpoint> {
   const manifest = await readManifest(store, campaignId, version);
   const hash = policySpecHash(spec);
   if (manifest.specHash !== hash) {
-    throw new CheckpointMismatchError(keys.checkpointManifest(campaignId, version), `spec hash ${manifest.specHash} ≠ ${hash}`);
+    throw new CheckpointMismatchError(
+      keys.checkpointManifest(campaignId, version),
+      `spec hash ${manifest.specHash} ≠ ${hash}`
+    );
   }
-  const decoded = await store.getSafetensors(manifest.weights.key, { expected: paramTensorSpec(spec), sha256: manifest.weights.sha256 });
-  const weights: PolicyWeights = Object.fromEntries(Object.entries(decoded.tensors).map(([k, t]) => [k, asFloat32(t, k)]));
+  const decoded = await store.getSafetensors(manifest.weights.key, {
+    expected: paramTensorSpec(spec),
+    sha256: manifest.weights.sha256,
+  });
+  const weights: PolicyWeights = Object.fromEntries(
+    Object.entries(decoded.tensors).map(([k, t]) => [k, asFloat32(t, k)])
+  );
   for (const [name, w] of Object.entries(weights)) {
-    if (!w.every(Number.isFinite)) throw new CorruptObjectError(manifest.weights.key, `tensor ${name} holds NaN or infinity`);
+    if (!w.every(Number.isFinite))
+      throw new CorruptObjectError(manifest.weights.key, `tensor ${name} holds NaN or infinity`);
   }
   let optimizer: AdamState | undefined;
   if (manifest.optimizerState) {
@@ -77,15 +98,21 @@ export async function writeCheckpoint(
   }
 ): Promise<CheckpointManifest> {
   const { campaignId, version } = args;
-  const weightsRef = await store.putSafetensors(keys.checkpointWeights(campaignId, version), toTensorMap(args.spec, args.weights), {
-    format: 'dartflow-policy-weights/1',
-    version: String(version),
-  });
+  const weightsRef = await store.putSafetensors(
+    keys.checkpointWeights(campaignId, version),
+    toTensorMap(args.spec, args.weights),
+    {
+      format: 'dartflow-policy-weights/1',
+      version: String(version),
+    }
+  );
   let optimizerRef;
   if (args.optimizer) {
     const { step, tensors } = adamStateToTensors(args.optimizer);
     const map: TensorMap = Object.fromEntries(Object.entries(tensors).map(([k, v]) => [k, f32Tensor([v.length], v)]));
-    optimizerRef = await store.putSafetensors(keys.checkpointOptimizer(campaignId, version), map, { step: String(step) });
+    optimizerRef = await store.putSafetensors(keys.checkpointOptimizer(campaignId, version), map, {
+      step: String(step),
+    });
   }
   // The manifest is written last: its presence is what makes the version exist.
   const manifest: CheckpointManifest = {
@@ -113,15 +140,30 @@ export async function listCheckpoints(store: ObjectStore, campaignId: string): P
 }
 
 /** Checkpoint v0 from the policy seed, written once (idempotent). Returns its version (0). */
-export async function ensureInitialCheckpoint(store: ObjectStore, campaignId: string, spec: PolicySpec, seed: number): Promise<number> {
+export async function ensureInitialCheckpoint(
+  store: ObjectStore,
+  campaignId: string,
+  spec: PolicySpec,
+  seed: number
+): Promise<number> {
   if (await store.exists(keys.checkpointManifest(campaignId, 0))) {
     const m = await readManifest(store, campaignId, 0);
     if (m.specHash !== policySpecHash(spec)) {
-      throw new CheckpointMismatchError(keys.checkpointManifest(campaignId, 0), 'the campaign was started with another policy architecture; use a new campaign id');
+      throw new CheckpointMismatchError(
+        keys.checkpointManifest(campaignId, 0),
+        'the campaign was started with another policy architecture; use a new campaign id'
+      );
     }
     return 0;
   }
   const weights = initWeights(spec, seed);
-  await writeCheckpoint(store, { campaignId, version: 0, parentVersion: null, spec, weights, optimizer: createAdamState(weights) });
+  await writeCheckpoint(store, {
+    campaignId,
+    version: 0,
+    parentVersion: null,
+    spec,
+    weights,
+    optimizer: createAdamState(weights),
+  });
   return 0;
 }

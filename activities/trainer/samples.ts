@@ -78,7 +78,9 @@ export async function loadTrainSamples(
           skippedSteps++;
           continue;
         }
-        const obs = await cache.get(step.observationKey, async () => encodeScreenshot(await store.getBytes(step.observationKey), spec));
+        const obs = await cache.get(step.observationKey, async () =>
+          encodeScreenshot(await store.getBytes(step.observationKey), spec)
+        );
         samples.push({
           groupId: group.groupId,
           trajectoryId: ref.trajectoryId,

@@ -41,7 +41,14 @@ const TrainGroupRefSchema = z.object({
   groupId: z.string().min(1),
   taskId: z.string().min(1),
   trajectories: z
-    .array(z.object({ trajectoryId: z.string().min(1), manifestKey: z.string().min(1), reward: z.number().refine(Number.isFinite, 'finite'), injectedFromPool: z.boolean() }))
+    .array(
+      z.object({
+        trajectoryId: z.string().min(1),
+        manifestKey: z.string().min(1),
+        reward: z.number().refine(Number.isFinite, 'finite'),
+        injectedFromPool: z.boolean(),
+      })
+    )
     .min(1),
 });
 const TrainStepInputSchema = z.object({
@@ -74,7 +81,8 @@ export interface TrainerDeps {
 }
 
 /** The embedded policy's spec for a campaign's width setting (the one knob that scales it). */
-export const specForWidth = (width: number): PolicySpec => (width === 1 ? defaultPolicySpec : widenSpec(defaultPolicySpec, width));
+export const specForWidth = (width: number): PolicySpec =>
+  width === 1 ? defaultPolicySpec : widenSpec(defaultPolicySpec, width);
 
 function invalid(message: string): never {
   throw ApplicationFailure.create({ type: 'InvalidTrainInput', message, nonRetryable: true });
@@ -83,7 +91,11 @@ function invalid(message: string): never {
 /** NaN/∞ anywhere in the loss or gradients: the step is refused and the previous checkpoint kept. */
 function refuseNonFinite(err: unknown): never {
   if (err instanceof NonFiniteValueError || err instanceof NonFiniteGradientError) {
-    throw ApplicationFailure.create({ type: 'NonFiniteLossError', message: `train step refused, previous checkpoint kept: ${err.message}`, nonRetryable: true });
+    throw ApplicationFailure.create({
+      type: 'NonFiniteLossError',
+      message: `train step refused, previous checkpoint kept: ${err.message}`,
+      nonRetryable: true,
+    });
   }
   if (err instanceof CheckpointMismatchError) {
     throw ApplicationFailure.create({ type: 'CheckpointMismatchError', message: err.message, nonRetryable: true });
@@ -114,7 +126,13 @@ function packRows(spec: PolicySpec, rows: readonly StepSample[]) {
 }
 
 /** log π(a_i|s_i) and H_i of every sample under `weights`, in chunks. */
-async function actionLogProbs(session: PolicyTrainSession, weights: Record<string, Float32Array>, spec: PolicySpec, rows: readonly StepSample[], chunk: number) {
+async function actionLogProbs(
+  session: PolicyTrainSession,
+  weights: Record<string, Float32Array>,
+  spec: PolicySpec,
+  rows: readonly StepSample[],
+  chunk: number
+) {
   const A = numActions(spec);
   const logp = new Float64Array(rows.length);
   const entropy = new Float64Array(rows.length);
@@ -140,13 +158,23 @@ interface Prepared {
 }
 
 /** Idempotency: the ledger entry (or an orphaned checkpoint of this step) means the step already ran. */
-async function findExisting(store: ObjectStore, campaignId: string, trainStep: number): Promise<Prepared & { orphanVersion?: number }> {
+async function findExisting(
+  store: ObjectStore,
+  campaignId: string,
+  trainStep: number
+): Promise<Prepared & { orphanVersion?: number }> {
   const ledgerKey = keys.ledgerEntry(campaignId, trainStep);
   if (await store.exists(ledgerKey)) {
     const entry = await store.getJson(ledgerKey, LedgerEntrySchema);
     return {
       ledgerKey,
-      existing: { version: entry.toVersion, manifestKey: keys.checkpointManifest(campaignId, entry.toVersion), ledgerKey, metrics: entry.metrics, reused: true },
+      existing: {
+        version: entry.toVersion,
+        manifestKey: keys.checkpointManifest(campaignId, entry.toVersion),
+        ledgerKey,
+        metrics: entry.metrics,
+        reused: true,
+      },
     };
   }
   const orphan = (await listCheckpoints(store, campaignId)).find((m) => m.ledgerKey === ledgerKey);
@@ -155,7 +183,10 @@ async function findExisting(store: ObjectStore, campaignId: string, trainStep: n
 
 export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Promise<TrainStepResult> {
   const parsed = TrainStepInputSchema.safeParse(raw);
-  if (!parsed.success) invalid(`invalid trainStep input: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    invalid(
+      `invalid trainStep input: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`
+    );
   const input = parsed.data;
   const { store } = deps;
   const heartbeat = deps.heartbeat ?? (() => undefined);
@@ -166,14 +197,18 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
 
   try {
     const current = await loadCheckpoint(store, input.campaignId, input.fromVersion, spec);
-    const reference = input.trainer.useKl && input.trainer.klBeta > 0 ? await loadCheckpoint(store, input.campaignId, input.referenceVersion, spec) : undefined;
+    const reference =
+      input.trainer.useKl && input.trainer.klBeta > 0
+        ? await loadCheckpoint(store, input.campaignId, input.referenceVersion, spec)
+        : undefined;
     heartbeat({ phase: 'loading', trainStep: input.trainStep });
     const loaded = await loadTrainSamples(store, spec, input.groups);
     // Staleness bound per step sample (DART §3.4): pooled successes are exempt, as in DART's pool lookup.
     const minVersion = input.fromVersion - input.maxStaleness;
     const samples = loaded.samples.filter((s) => s.injectedFromPool || s.policyVersion >= minVersion);
     const staleSteps = loaded.samples.length - samples.length;
-    if (samples.length === 0) invalid(`train step ${input.trainStep}: no fresh, trainable step in ${input.groups.length} groups`);
+    if (samples.length === 0)
+      invalid(`train step ${input.trainStep}: no fresh, trainable step in ${input.groups.length} groups`);
 
     const session = await trainSession(spec, deps.threads ?? 1);
     const weights = cloneWeights(current.weights);
@@ -184,8 +219,12 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
     // π_old: recomputed with the current weights just before the update (so ρ starts at 1, §4.3).
     const old = await actionLogProbs(session, weights, spec, samples, mbSize);
     const ref = reference ? await actionLogProbs(session, reference.weights, spec, samples, mbSize) : undefined;
-    const adv = stepAdvantages(samples.map((s) => ({ groupId: s.groupId, trajectoryId: s.trajectoryId, reward: s.reward }))).advantages;
-    const selection = cfg.useEntropySelection ? highEntropyMask(old.entropy, { topFraction: cfg.entropyTopFraction }) : new Uint8Array(samples.length).fill(1);
+    const adv = stepAdvantages(
+      samples.map((s) => ({ groupId: s.groupId, trajectoryId: s.trajectoryId, reward: s.reward }))
+    ).advantages;
+    const selection = cfg.useEntropySelection
+      ? highEntropyMask(old.entropy, { topFraction: cfg.entropyTopFraction })
+      : new Uint8Array(samples.length).fill(1);
     const totalSelected = selection.reduce((a, b) => a + b, 0);
 
     const metricSums: Record<string, number> = {};
@@ -193,7 +232,10 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
     let updates = 0;
     const rng = createPrng(hashSeed(`${input.campaignId}/${input.trainStep}`));
     for (let epoch = 0; epoch < cfg.epochs; epoch++) {
-      const order = shuffled(samples.map((_, i) => i), rng);
+      const order = shuffled(
+        samples.map((_, i) => i),
+        rng
+      );
       for (let start = 0; start < order.length; start += mbSize) {
         const idx = order.slice(start, start + mbSize);
         const rows = idx.map((i) => samples[i]!);
@@ -209,7 +251,11 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
         const mbSelection = idx.map((i) => selection[i]!);
         const selectedHere = mbSelection.reduce((a, b) => a + b, 0);
         if (selectedHere === 0) continue;
-        const loss = computeLoss(lossSamples, { ...cfg, useKl: cfg.useKl && ref !== undefined }, { selectionMask: mbSelection, normalizer: selectedHere });
+        const loss = computeLoss(
+          lossSamples,
+          { ...cfg, useKl: cfg.useKl && ref !== undefined },
+          { selectionMask: mbSelection, normalizer: selectedHere }
+        );
         const batch: TrainBatch = {
           ...packRows(spec, rows),
           actions: rows.map((r) => r.action),
@@ -230,10 +276,16 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
         heartbeat({ phase: 'training', trainStep: input.trainStep, epoch, minibatch: updates });
       }
     }
-    const isStats = isWeightStats(samples.map((s, i) => truncatedIsWeight(old.logp[i]!, s.behaviourLogProb, cfg.tisCap)));
+    const isStats = isWeightStats(
+      samples.map((s, i) => truncatedIsWeight(old.logp[i]!, s.behaviourLogProb, cfg.tisCap))
+    );
     const weightTotal = Math.max(1, totalSelected * cfg.epochs);
     const metrics: Record<string, number> = {
-      ...Object.fromEntries(Object.entries(metricSums).filter(([k]) => !['numSamples', 'numSelected'].includes(k)).map(([k, v]) => [k, v / weightTotal])),
+      ...Object.fromEntries(
+        Object.entries(metricSums)
+          .filter(([k]) => !['numSamples', 'numSelected'].includes(k))
+          .map(([k, v]) => [k, v / weightTotal])
+      ),
       gradNorm: updates ? gradNormSum / updates : 0,
       optimizerSteps: updates,
       samples: samples.length,
@@ -320,13 +372,22 @@ async function commit(
     createdAt: Date.now(),
   };
   await store.putJson(ledgerKey, entry, LedgerEntrySchema);
-  return { version, manifestKey: keys.checkpointManifest(a.campaignId, version), ledgerKey, metrics, reused: a.orphanVersion !== undefined };
+  return {
+    version,
+    manifestKey: keys.checkpointManifest(a.campaignId, version),
+    ledgerKey,
+    metrics,
+    reused: a.orphanVersion !== undefined,
+  };
 }
 
 /** Behaviour cloning from demonstrations: minimise −log π(a_demo|s) through the same gradient path. */
 export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneInput): Promise<TrainStepResult> {
   const parsed = BehaviourCloneInputSchema.safeParse(raw);
-  if (!parsed.success) invalid(`invalid behaviourClone input: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    invalid(
+      `invalid behaviourClone input: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`
+    );
   const input = parsed.data;
   const { store } = deps;
   const heartbeat = deps.heartbeat ?? (() => undefined);
@@ -346,7 +407,10 @@ export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneIn
     let updates = 0;
     let gradNormSum = 0;
     for (let epoch = 0; epoch < input.epochs; epoch++) {
-      const order = shuffled(samples.map((_, i) => i), rng);
+      const order = shuffled(
+        samples.map((_, i) => i),
+        rng
+      );
       for (let start = 0; start < order.length; start += input.minibatchSize) {
         const rows = order.slice(start, start + input.minibatchSize).map((i) => samples[i]!);
         const n = rows.length;
@@ -357,7 +421,11 @@ export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneIn
           entCoef: new Float32Array(n),
         });
         lossSum += -logpAction.reduce((a, b) => a + b, 0) / n;
-        const step = adamStep(weights, grads, optimizer, { learningRate: input.learningRate, weightDecay: 0, maxGradNorm: 2.0 });
+        const step = adamStep(weights, grads, optimizer, {
+          learningRate: input.learningRate,
+          weightDecay: 0,
+          maxGradNorm: 2.0,
+        });
         gradNormSum += step.gradNorm;
         updates++;
         heartbeat({ phase: 'bc', epoch, minibatch: updates });
@@ -370,7 +438,12 @@ export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneIn
       spec,
       weights,
       optimizer,
-      metrics: { bcLoss: lossSum / Math.max(1, updates), gradNorm: gradNormSum / Math.max(1, updates), samples: samples.length, optimizerSteps: updates },
+      metrics: {
+        bcLoss: lossSum / Math.max(1, updates),
+        gradNorm: gradNormSum / Math.max(1, updates),
+        samples: samples.length,
+        optimizerSteps: updates,
+      },
       groups: input.demos,
       minVersions: loaded.minVersions,
       isWeight: { mean: 1, min: 1, truncatedFraction: 0 },

@@ -55,8 +55,19 @@ export interface LocalRlResult {
 function enginePolicy(engine: PolicyEngine, greedy: boolean): PolicyFactory {
   return (): EpisodePolicy => ({
     async act(obs, { seed, temperature }) {
-      const a = await engine.act({ png: obs.png, instruction: obs.instruction, fields: obs.fields }, { seed, temperature: greedy ? 1 : temperature, greedy });
-      return { action: a.action, actionText: a.actionText, actionIndex: a.actionIndex, logProb: a.logProb, entropy: a.entropy, policyVersion: a.policyVersion, policyServer: a.serverId };
+      const a = await engine.act(
+        { png: obs.png, instruction: obs.instruction, fields: obs.fields },
+        { seed, temperature: greedy ? 1 : temperature, greedy }
+      );
+      return {
+        action: a.action,
+        actionText: a.actionText,
+        actionIndex: a.actionIndex,
+        logProb: a.logProb,
+        entropy: a.entropy,
+        policyVersion: a.policyVersion,
+        policyServer: a.serverId,
+      };
     },
   });
 }
@@ -94,15 +105,44 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
   let trainStep = 0;
   const curve: CurvePoint[] = [];
 
-  const episode = (task: TaskSpec, seed: number, trajectoryId: string, groupId: string, kind: string, source: 'rollout' | 'demo' = 'rollout') => () =>
-    runEpisodeCore(deps, { campaignId: o.campaignId, groupId, trajectoryId, task, seed, policy: { kind, temperature: o.temperature ?? 1 }, source }, hooks);
+  const episode =
+    (
+      task: TaskSpec,
+      seed: number,
+      trajectoryId: string,
+      groupId: string,
+      kind: string,
+      source: 'rollout' | 'demo' = 'rollout'
+    ) =>
+    () =>
+      runEpisodeCore(
+        deps,
+        {
+          campaignId: o.campaignId,
+          groupId,
+          trajectoryId,
+          task,
+          seed,
+          policy: { kind, temperature: o.temperature ?? 1 },
+          source,
+        },
+        hooks
+      );
 
   const evaluate = async () => {
     const perTask: Record<string, number> = {};
     let ok = 0;
     let n = 0;
     for (const task of o.tasks) {
-      const jobs = Array.from({ length: o.evalEpisodesPerTask }, (_, i) => episode(task, task.seeds.heldOut.from + i * 97, `eval-v${version}-${task.id}-${i}`, `eval-v${version}-${task.id}`, 'greedy'));
+      const jobs = Array.from({ length: o.evalEpisodesPerTask }, (_, i) =>
+        episode(
+          task,
+          task.seeds.heldOut.from + i * 97,
+          `eval-v${version}-${task.id}-${i}`,
+          `eval-v${version}-${task.id}`,
+          'greedy'
+        )
+      );
       const rs = await parallel(jobs, slots);
       const wins = rs.filter((r) => (r.reward ?? 0) > 0).length;
       perTask[task.family] = wins / rs.length;
@@ -111,7 +151,9 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
     }
     const point = { episodes, seconds: seconds(), version, success: ok / n, perTask };
     curve.push(point);
-    log(`eval v${version}: ${(point.success * 100).toFixed(1)}% ${JSON.stringify(perTask)} after ${episodes} episodes, ${point.seconds.toFixed(0)}s`);
+    log(
+      `eval v${version}: ${(point.success * 100).toFixed(1)}% ${JSON.stringify(perTask)} after ${episodes} episodes, ${point.seconds.toFixed(0)}s`
+    );
     return point;
   };
 
@@ -121,8 +163,24 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
       return episode(task, task.seeds.train.from + 7 + i * 13, `demo-${i}`, `demo-${i}`, 'oracle', 'demo');
     });
     const demos = (await parallel(jobs, slots)).filter((r) => (r.reward ?? 0) > 0);
-    const groups: TrainGroupRef[] = demos.map((r) => ({ groupId: `demo-${r.trajectoryId}`, taskId: r.taskId, trajectories: [{ trajectoryId: r.trajectoryId, manifestKey: r.manifestKey, reward: 1, injectedFromPool: false }] }));
-    const bc = await runBehaviourClone({ store: o.store }, { campaignId: o.campaignId, trainStep: ++trainStep, fromVersion: version, demos: groups, epochs: o.bcEpochs ?? 15, learningRate: o.trainer.learningRate, minibatchSize: o.trainer.minibatchSize, policy: { seed: 0, width: 1 } });
+    const groups: TrainGroupRef[] = demos.map((r) => ({
+      groupId: `demo-${r.trajectoryId}`,
+      taskId: r.taskId,
+      trajectories: [{ trajectoryId: r.trajectoryId, manifestKey: r.manifestKey, reward: 1, injectedFromPool: false }],
+    }));
+    const bc = await runBehaviourClone(
+      { store: o.store },
+      {
+        campaignId: o.campaignId,
+        trainStep: ++trainStep,
+        fromVersion: version,
+        demos: groups,
+        epochs: o.bcEpochs ?? 15,
+        learningRate: o.trainer.learningRate,
+        minibatchSize: o.trainer.minibatchSize,
+        policy: { seed: 0, width: 1 },
+      }
+    );
     version = bc.version;
     await engine.reload(o.campaignId, version);
     log(`behaviour cloning on ${groups.length} demos → v${version}`);
@@ -138,7 +196,8 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
     const groupOf: string[] = [];
     for (let g = 0; g < o.groupsPerStep; g++) {
       const task = o.tasks[rng.nextInt(o.tasks.length)]!;
-      const seed = task.seeds.train.from + rng.nextInt(Math.min(1_000_000, task.seeds.train.to - task.seeds.train.from));
+      const seed =
+        task.seeds.train.from + rng.nextInt(Math.min(1_000_000, task.seeds.train.to - task.seeds.train.from));
       const groupId = `s${trainStep + 1}-g${g}`;
       for (let e = 0; e < o.groupSize; e++) {
         jobs.push(episode(task, seed, `${groupId}-e${e}`, groupId, 'sample'));
@@ -153,10 +212,31 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
     for (const [groupId, rs] of byGroup) {
       const rewards = rs.map((r) => r.reward ?? 0);
       if (Math.min(...rewards) === Math.max(...rewards)) continue; // zero advantage: no signal (DART §3.4)
-      groups.push({ groupId, taskId: rs[0]!.taskId, trajectories: rs.map((r) => ({ trajectoryId: r.trajectoryId, manifestKey: r.manifestKey, reward: r.reward ?? 0, injectedFromPool: false })) });
+      groups.push({
+        groupId,
+        taskId: rs[0]!.taskId,
+        trajectories: rs.map((r) => ({
+          trajectoryId: r.trajectoryId,
+          manifestKey: r.manifestKey,
+          reward: r.reward ?? 0,
+          injectedFromPool: false,
+        })),
+      });
     }
     if (groups.length > 0) {
-      const r = await runTrainStep({ store: o.store }, { campaignId: o.campaignId, trainStep: ++trainStep, fromVersion: version, groups, trainer: o.trainer, maxStaleness: 1, referenceVersion, policy: { seed: 0, width: 1 } });
+      const r = await runTrainStep(
+        { store: o.store },
+        {
+          campaignId: o.campaignId,
+          trainStep: ++trainStep,
+          fromVersion: version,
+          groups,
+          trainer: o.trainer,
+          maxStaleness: 1,
+          referenceVersion,
+          policy: { seed: 0, width: 1 },
+        }
+      );
       version = r.version;
       await engine.reload(o.campaignId, version);
     }

@@ -25,7 +25,8 @@ interface PageState {
   reason: string;
 }
 
-const CRASH_PATTERNS = /Target crashed|has been closed|Browser closed|browser has disconnected|Target closed|Session closed|Protocol error|crashed/i;
+const CRASH_PATTERNS =
+  /Target crashed|has been closed|Browser closed|browser has disconnected|Target closed|Session closed|Protocol error|crashed/i;
 
 export class BrowserEnv implements GuiEnv {
   readonly kind = 'browser';
@@ -58,7 +59,10 @@ export class BrowserEnv implements GuiEnv {
     if (this.page && !this.page.isClosed() && this.host.isConnected() && !this.crashed) return this.page;
     await this.dispose();
     const browser = await this.host.get();
-    const context = await browser.newContext({ viewport: { width: this.width, height: this.height }, deviceScaleFactor: 1 });
+    const context = await browser.newContext({
+      viewport: { width: this.width, height: this.height },
+      deviceScaleFactor: 1,
+    });
     const page = await context.newPage();
     page.on('crash', () => {
       this.crashed = true;
@@ -83,11 +87,18 @@ export class BrowserEnv implements GuiEnv {
       const msg = err instanceof Error ? err.message : String(err);
       // An exception thrown by the task page's own script (healthy page, healthy browser) is a task bug:
       // deterministic, so retrying elsewhere cannot help.
-      if (/^page\.evaluate: \w*Error\b/.test(msg) && !CRASH_PATTERNS.test(msg) && this.host.isConnected() && this.page && !this.page.isClosed()) {
+      if (
+        /^page\.evaluate: \w*Error\b/.test(msg) &&
+        !CRASH_PATTERNS.test(msg) &&
+        this.host.isConnected() &&
+        this.page &&
+        !this.page.isClosed()
+      ) {
         throw new TaskConfigError(`${this.id}: task page script failed in ${what}: ${msg.split('\n')[0]}`);
       }
       this.crashed = true;
-      if (CRASH_PATTERNS.test(msg) || !this.host.isConnected()) throw new EnvCrashedError(`${this.id}: ${what}: browser or page died (${msg.split('\n')[0]})`, this.id);
+      if (CRASH_PATTERNS.test(msg) || !this.host.isConnected())
+        throw new EnvCrashedError(`${this.id}: ${what}: browser or page died (${msg.split('\n')[0]})`, this.id);
       throw new EnvCrashedError(`${this.id}: ${what} failed: ${msg.split('\n')[0]}`, this.id);
     }
   }
@@ -100,7 +111,10 @@ export class BrowserEnv implements GuiEnv {
         await page.setContent(html, { waitUntil: 'load' });
         this.family = task.family;
       }
-      return page.evaluate((s) => (globalThis as unknown as { reset(s: number): { instruction: string; fields: string[] } }).reset(s), seed);
+      return page.evaluate(
+        (s) => (globalThis as unknown as { reset(s: number): { instruction: string; fields: string[] } }).reset(s),
+        seed
+      );
     });
     this.agentEnded = false;
     return { instruction, fields, observation: await this.observe() };
@@ -110,7 +124,9 @@ export class BrowserEnv implements GuiEnv {
     return this.guard('observe', async () => {
       const cdp = this.cdp;
       if (!cdp || !this.page) throw new EnvCrashedError(`${this.id}: observe before reset`, this.id);
-      const shot = (await cdp.send('Page.captureScreenshot', { format: 'png', optimizeForSpeed: true })) as { data: string };
+      const shot = (await cdp.send('Page.captureScreenshot', { format: 'png', optimizeForSpeed: true })) as {
+        data: string;
+      };
       return { png: Buffer.from(shot.data, 'base64'), width: this.width, height: this.height };
     });
   }
@@ -148,7 +164,8 @@ export class BrowserEnv implements GuiEnv {
     });
     if (raw === null || raw === undefined) return null;
     const parsed = CanonicalActionSchema.safeParse(raw);
-    if (!parsed.success) throw new TaskConfigError(`task page oracle returned an invalid action: ${JSON.stringify(raw)}`);
+    if (!parsed.success)
+      throw new TaskConfigError(`task page oracle returned an invalid action: ${JSON.stringify(raw)}`);
     return parsed.data;
   }
 

@@ -51,7 +51,11 @@ const WHEEL_DELTA = 100;
 
 export type ExecResult = { ok: true } | { ok: false; error: string };
 
-export async function executeAction(page: Page, action: CanonicalAction, size: { width: number; height: number }): Promise<ExecResult> {
+export async function executeAction(
+  page: Page,
+  action: CanonicalAction,
+  size: { width: number; height: number }
+): Promise<ExecResult> {
   const px = (x: number) => x * size.width;
   const py = (y: number) => y * size.height;
   switch (action.type) {
@@ -90,7 +94,10 @@ export async function executeAction(page: Page, action: CanonicalAction, size: {
     case 'scroll': {
       await page.mouse.move(px(action.x ?? 0.5), py(action.y ?? 0.5));
       const d = action.direction;
-      await page.mouse.wheel(d === 'left' ? -WHEEL_DELTA : d === 'right' ? WHEEL_DELTA : 0, d === 'up' ? -WHEEL_DELTA : d === 'down' ? WHEEL_DELTA : 0);
+      await page.mouse.wheel(
+        d === 'left' ? -WHEEL_DELTA : d === 'right' ? WHEEL_DELTA : 0,
+        d === 'up' ? -WHEEL_DELTA : d === 'down' ? WHEEL_DELTA : 0
+      );
       return { ok: true };
     }
     case 'wait':

@@ -14,7 +14,12 @@ export class BrowserEnvPool extends SlotPool<BrowserEnv> {
   readonly host: BrowserHost;
   constructor(opts: BrowserPoolOptions) {
     const host = new BrowserHost(opts);
-    super('browser', opts.slots, (id) => new BrowserEnv(host, id, opts), (e) => e.broken);
+    super(
+      'browser',
+      opts.slots,
+      (id) => new BrowserEnv(host, id, opts),
+      (e) => e.broken
+    );
     this.host = host;
   }
 

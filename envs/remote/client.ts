@@ -7,7 +7,14 @@
 import type { z } from 'zod';
 import type { CanonicalAction } from '../../schemas/actions';
 import type { TaskSpec } from '../../tasks/schema';
-import { EnvCrashedError, EnvError, EnvProtocolError, EnvTimeoutError, EnvUnavailableError, TaskConfigError } from '../errors';
+import {
+  EnvCrashedError,
+  EnvError,
+  EnvProtocolError,
+  EnvTimeoutError,
+  EnvUnavailableError,
+  TaskConfigError,
+} from '../errors';
 import { SlotPool } from '../slot-pool';
 import type { EvalResult, GuiEnv, Observation, ResetResult, StepResult } from '../types';
 import {
@@ -30,7 +37,11 @@ export interface RemoteEnvOptions {
   retryBaseMs?: number;
 }
 
-const wireObs = (o: z.infer<typeof ObservationWireSchema>): Observation => ({ png: Buffer.from(o.pngBase64, 'base64'), width: o.width, height: o.height });
+const wireObs = (o: z.infer<typeof ObservationWireSchema>): Observation => ({
+  png: Buffer.from(o.pngBase64, 'base64'),
+  width: o.width,
+  height: o.height,
+});
 
 export class RemoteEnv implements GuiEnv {
   readonly kind = 'remote';
@@ -46,7 +57,14 @@ export class RemoteEnv implements GuiEnv {
     return this.dead;
   }
 
-  private async call<T>(method: string, path: string, body: unknown, schema: z.ZodType<T>, timeoutMs: number, idempotent: boolean): Promise<T> {
+  private async call<T>(
+    method: string,
+    path: string,
+    body: unknown,
+    schema: z.ZodType<T>,
+    timeoutMs: number,
+    idempotent: boolean
+  ): Promise<T> {
     const attempts = idempotent ? (this.opts.retries ?? 3) + 1 : 1;
     let last: Error = new EnvUnavailableError(`${this.id}: no attempt made`);
     for (let a = 0; a < attempts; a++) {
@@ -55,7 +73,10 @@ export class RemoteEnv implements GuiEnv {
       try {
         res = await fetch(new URL(path, this.opts.baseUrl), {
           method,
-          headers: { 'content-type': 'application/json', ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}) },
+          headers: {
+            'content-type': 'application/json',
+            ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}),
+          },
           ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
           signal: AbortSignal.timeout(timeoutMs),
         });
@@ -64,7 +85,10 @@ export class RemoteEnv implements GuiEnv {
         last =
           e.name === 'TimeoutError'
             ? new EnvTimeoutError(`${this.id}: ${method} ${path} timed out after ${timeoutMs} ms`, this.id)
-            : new EnvUnavailableError(`${this.id}: ${method} ${path}: ${e.message}${e.cause ? ` (${String((e.cause as Error).message ?? e.cause)})` : ''}`, this.id);
+            : new EnvUnavailableError(
+                `${this.id}: ${method} ${path}: ${e.message}${e.cause ? ` (${String((e.cause as Error).message ?? e.cause)})` : ''}`,
+                this.id
+              );
         if (last instanceof EnvTimeoutError && !idempotent) throw last;
         continue;
       }
@@ -78,7 +102,11 @@ export class RemoteEnv implements GuiEnv {
       }
       if (res.ok) {
         const parsed = schema.safeParse(json);
-        if (!parsed.success) throw new EnvProtocolError(`${this.id}: ${method} ${path}: unexpected response (${parsed.error.issues[0]?.message ?? ''})`, this.id);
+        if (!parsed.success)
+          throw new EnvProtocolError(
+            `${this.id}: ${method} ${path}: unexpected response (${parsed.error.issues[0]?.message ?? ''})`,
+            this.id
+          );
         return parsed.data;
       }
       last = this.toError(json, res.status, `${method} ${path}`);
@@ -118,7 +146,14 @@ export class RemoteEnv implements GuiEnv {
   private async onLease<T>(fn: (id: string) => Promise<T>): Promise<T> {
     try {
       if (!this.envId) {
-        const created = await this.call('POST', '/v1/envs', { waitMs: 0 }, CreateEnvResponseSchema, this.t('createMs', 30_000), true);
+        const created = await this.call(
+          'POST',
+          '/v1/envs',
+          { waitMs: 0 },
+          CreateEnvResponseSchema,
+          this.t('createMs', 30_000),
+          true
+        );
         this.envId = created.envId;
       }
       return await fn(this.envId);
@@ -130,31 +165,67 @@ export class RemoteEnv implements GuiEnv {
 
   async reset(task: TaskSpec, seed: number): Promise<ResetResult> {
     return this.onLease(async (id) => {
-      const r = await this.call('POST', `/v1/envs/${id}/reset`, { task, seed }, ResetResponseSchema, this.t('resetMs', 300_000), true);
+      const r = await this.call(
+        'POST',
+        `/v1/envs/${id}/reset`,
+        { task, seed },
+        ResetResponseSchema,
+        this.t('resetMs', 300_000),
+        true
+      );
       return { instruction: r.instruction, fields: r.fields, observation: wireObs(r.observation) };
     });
   }
 
   async observe(): Promise<Observation> {
-    return this.onLease(async (id) => wireObs(await this.call('GET', `/v1/envs/${id}/observation`, undefined, ObservationWireSchema, this.t('observeMs', 30_000), true)));
+    return this.onLease(async (id) =>
+      wireObs(
+        await this.call(
+          'GET',
+          `/v1/envs/${id}/observation`,
+          undefined,
+          ObservationWireSchema,
+          this.t('observeMs', 30_000),
+          true
+        )
+      )
+    );
   }
 
   async step(action: CanonicalAction): Promise<StepResult> {
     return this.onLease(async (id) => {
-      const r = await this.call('POST', `/v1/envs/${id}/step`, { action }, StepResponseSchema, this.t('stepMs', 60_000), false);
+      const r = await this.call(
+        'POST',
+        `/v1/envs/${id}/step`,
+        { action },
+        StepResponseSchema,
+        this.t('stepMs', 60_000),
+        false
+      );
       return { done: r.done, actionOk: r.actionOk, ...(r.error !== undefined ? { error: r.error } : {}) };
     });
   }
 
   async evaluate(): Promise<EvalResult> {
     return this.onLease(async (id) => {
-      const r = await this.call('POST', `/v1/envs/${id}/evaluate`, {}, EvaluateResponseSchema, this.t('resetMs', 300_000), true);
+      const r = await this.call(
+        'POST',
+        `/v1/envs/${id}/evaluate`,
+        {},
+        EvaluateResponseSchema,
+        this.t('resetMs', 300_000),
+        true
+      );
       return { reward: r.reward, done: r.done, ...(r.reason !== undefined ? { reason: r.reason } : {}) };
     });
   }
 
   async oracle(): Promise<CanonicalAction | null> {
-    return this.onLease(async (id) => (await this.call('POST', `/v1/envs/${id}/oracle`, {}, OracleResponseSchema, this.t('stepMs', 60_000), true)).action);
+    return this.onLease(
+      async (id) =>
+        (await this.call('POST', `/v1/envs/${id}/oracle`, {}, OracleResponseSchema, this.t('stepMs', 60_000), true))
+          .action
+    );
   }
 
   async close(): Promise<void> {
@@ -162,7 +233,9 @@ export class RemoteEnv implements GuiEnv {
     this.envId = null;
     if (!id) return;
     const q = this.dead ? '?broken=1' : '';
-    await this.call('DELETE', `/v1/envs/${id}${q}`, undefined, ReleaseResponseSchema, 10_000, true).catch(() => undefined);
+    await this.call('DELETE', `/v1/envs/${id}${q}`, undefined, ReleaseResponseSchema, 10_000, true).catch(
+      () => undefined
+    );
   }
 }
 
@@ -172,6 +245,11 @@ export interface RemotePoolOptions extends RemoteEnvOptions {
 
 export class RemoteEnvPool extends SlotPool<RemoteEnv> {
   constructor(opts: RemotePoolOptions) {
-    super('remote', opts.slots, (id) => new RemoteEnv(id, opts), (e) => e.broken);
+    super(
+      'remote',
+      opts.slots,
+      (id) => new RemoteEnv(id, opts),
+      (e) => e.broken
+    );
   }
 }

@@ -34,7 +34,11 @@ export const ResetResponseSchema = z.object({
 
 export const StepRequestSchema = z.object({ action: CanonicalActionSchema });
 export const StepResponseSchema = z.object({ done: z.boolean(), actionOk: z.boolean(), error: z.string().optional() });
-export const EvaluateResponseSchema = z.object({ reward: z.number(), done: z.boolean(), reason: z.string().optional() });
+export const EvaluateResponseSchema = z.object({
+  reward: z.number(),
+  done: z.boolean(),
+  reason: z.string().optional(),
+});
 export const OracleResponseSchema = z.object({ action: CanonicalActionSchema.nullable() });
 export const HealthResponseSchema = z.object({
   ok: z.boolean(),

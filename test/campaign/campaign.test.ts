@@ -50,15 +50,22 @@ before(async () => {
   const base = testSettings();
   const namespace = `dartflow-test-${uniqueSuffix()}`;
   const admin = await connectClient(base);
-  await admin.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+  await admin.connection.workflowService.registerNamespace({
+    namespace,
+    workflowExecutionRetentionPeriod: msToTs('1 day'),
+  });
   await admin.connection.close();
   ({ store, cleanup: cleanupBucket } = await freshBucket('campaign'));
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dartflow-campaign-'));
   settings = { ...base, dataDir, temporal: { ...base.temporal, namespace }, s3: { ...base.s3, bucket: store.bucket } };
-  await waitFor('the new namespace', async () => {
-    await registerSearchAttributes(settings);
-    return true;
-  }, 30_000);
+  await waitFor(
+    'the new namespace',
+    async () => {
+      await registerSearchAttributes(settings);
+      return true;
+    },
+    30_000
+  );
   workers = startLocalWorkers(settings, {
     envWorkers: 1,
     envSlots: 2,
@@ -106,8 +113,14 @@ test('a campaign learns, continues-as-new, obeys pause/resume/setConfig and surv
 
   // setConfig: a live field is applied, a structural one is rejected by the validator with a reason
   await campaign.setConfig({ 'trainer.learningRate': 0.002 });
-  await assert.rejects(campaign.setConfig({ 'policy.width': 2 }), (err: unknown) => err instanceof WorkflowUpdateFailedError);
-  await assert.rejects(campaign.setConfig({ 'trainer.learningRate': -1 }), (err: unknown) => err instanceof WorkflowUpdateFailedError);
+  await assert.rejects(
+    campaign.setConfig({ 'policy.width': 2 }),
+    (err: unknown) => err instanceof WorkflowUpdateFailedError
+  );
+  await assert.rejects(
+    campaign.setConfig({ 'trainer.learningRate': -1 }),
+    (err: unknown) => err instanceof WorkflowUpdateFailedError
+  );
   assert.equal((await campaign.resume()).phase, 'running');
 
   // kill -9 the env worker mid-episode, then restart it
@@ -131,14 +144,19 @@ test('a campaign learns, continues-as-new, obeys pause/resume/setConfig and surv
   // continue-as-new happened and the state carried over (counters kept growing across runs)
   assert.notEqual((await campaign.handle.describe()).runId, firstRunId);
   let runs = 0;
-  for await (const _ of client.temporal.workflow.list({ query: `WorkflowId = '${campaign.handle.workflowId}'` })) runs++;
+  for await (const _ of client.temporal.workflow.list({ query: `WorkflowId = '${campaign.handle.workflowId}'` }))
+    runs++;
   assert.ok(runs >= 2, `${runs} runs`);
 
   // search attributes make the campaign filterable (UI, stock CLI, DartflowClient.listCampaigns)
-  const listed = await waitFor('visibility of the finished campaign', async () => {
-    const rows = await client.listCampaigns(`DartflowCampaignId = '${campaignId}' AND DartflowState = 'completed'`);
-    return rows.length === 1 ? rows : undefined;
-  }, 30_000);
+  const listed = await waitFor(
+    'visibility of the finished campaign',
+    async () => {
+      const rows = await client.listCampaigns(`DartflowCampaignId = '${campaignId}' AND DartflowState = 'completed'`);
+      return rows.length === 1 ? rows : undefined;
+    },
+    30_000
+  );
   assert.equal(listed[0]!.policyVersion, result.policyVersion);
   assert.equal(listed[0]!.successRate, last.successRate);
 
@@ -158,7 +176,11 @@ test('a campaign learns, continues-as-new, obeys pause/resume/setConfig and surv
     if (m.status !== 'ok') assert.equal(m.reward, null, `${key}: an infrastructure failure must not carry a reward`);
   }
   const versions = (await listCheckpoints(store, campaignId)).map((c) => c.version);
-  assert.deepEqual(versions, Array.from({ length: versions.length }, (_, i) => i), 'versions 0..n without gaps');
+  assert.deepEqual(
+    versions,
+    Array.from({ length: versions.length }, (_, i) => i),
+    'versions 0..n without gaps'
+  );
 });
 
 test('a model rollout with a corrupt checkpoint is refused and the server keeps serving the old version', async () => {
@@ -169,7 +191,13 @@ test('a model rollout with a corrupt checkpoint is refused and the server keeps 
   const badVersion = before.version + 1;
   const good = await store.getBytes(before.weights.key);
   const ref = await store.putBytes(keys.checkpointWeights(campaignId, badVersion), good.subarray(0, good.length - 100));
-  await store.putJson(keys.checkpointManifest(campaignId, badVersion), { ...before, version: badVersion, parentVersion: before.version, weights: ref, ledgerKey: undefined });
+  await store.putJson(keys.checkpointManifest(campaignId, badVersion), {
+    ...before,
+    version: badVersion,
+    parentVersion: before.version,
+    weights: ref,
+    ledgerKey: undefined,
+  });
   const served = { [servers[0]!.serverId]: before.version };
   const result = await client.temporal.workflow.execute(modelRolloutWorkflow, {
     taskQueue: TASK_QUEUES.orchestrator,
@@ -179,7 +207,11 @@ test('a model rollout with a corrupt checkpoint is refused and the server keeps 
   assert.equal(result.ok, false);
   assert.match(result.reason ?? '', /failed to load/);
   assert.deepEqual(result.servedVersions, served);
-  const health = (await (await fetch(new URL('/v1/health', servers[0]!.url), { headers: { authorization: `Bearer ${fs.readFileSync(path.join(dataDir, 'policy-token'), 'utf8').trim()}` } })).json()) as { version: number };
+  const health = (await (
+    await fetch(new URL('/v1/health', servers[0]!.url), {
+      headers: { authorization: `Bearer ${fs.readFileSync(path.join(dataDir, 'policy-token'), 'utf8').trim()}` },
+    })
+  ).json()) as { version: number };
   assert.equal(health.version, before.version);
 });
 
@@ -195,10 +227,13 @@ test('mode sync (the coupled baseline) runs through the same code: batch, barrie
   assert.equal(result.trainSteps, 2);
   const lineage = await readLineage(store, id);
   assert.deepEqual(lineage.problems, []);
-  assert.deepEqual(lineage.ledger.map((e) => [e.fromVersion, e.toVersion]), [
-    [0, 1],
-    [1, 2],
-  ]);
+  assert.deepEqual(
+    lineage.ledger.map((e) => [e.fromVersion, e.toVersion]),
+    [
+      [0, 1],
+      [1, 2],
+    ]
+  );
   // In sync mode every step trains only on data of the version it starts from (the barrier).
   for (const e of lineage.ledger) for (const c of e.consumed) if (!c.injectedFromPool) assert.equal(c.staleness, 0);
 });

@@ -28,7 +28,7 @@ const samples: CanonicalAction[] = [
   { type: 'double_click', x: 0.5, y: 0.5 },
   { type: 'right_click', x: 0.1, y: 0.9 },
   { type: 'drag', x: 0.1, y: 0.2, x2: 0.8, y2: 0.9 },
-  { type: 'type', text: "it's a \"test\"\\ with newline\n" },
+  { type: 'type', text: 'it\'s a "test"\\ with newline\n' },
   { type: 'hotkey', keys: ['ctrl', 'c'] },
   { type: 'scroll', direction: 'down', x: 0.5, y: 0.5 },
   { type: 'scroll', direction: 'up' },
@@ -67,7 +67,10 @@ for (const [name, space] of spaces) {
         close(parsed.action, a, tol);
         assert.equal(parsed.thought, 'thinking');
         // Rendering the parsed action reproduces the text exactly (the pixel grid is a fixed point).
-        assert.equal(renderUiTarsAction(parsed.action, space, { boxTokens }), renderUiTarsAction(a, space, { boxTokens }));
+        assert.equal(
+          renderUiTarsAction(parsed.action, space, { boxTokens }),
+          renderUiTarsAction(a, space, { boxTokens })
+        );
       }
     }
   });
@@ -75,7 +78,10 @@ for (const [name, space] of spaces) {
 
 test('UI-TARS-1.5 coordinates are pixels of the smart-resized image', () => {
   const space = uiTarsCoordSpace({ width: 1920, height: 1080 });
-  assert.equal(renderUiTarsAction({ type: 'click', x: 0.5, y: 0.5 }, space), "click(start_box='<|box_start|>(966,546)<|box_end|>')");
+  assert.equal(
+    renderUiTarsAction({ type: 'click', x: 0.5, y: 0.5 }, space),
+    "click(start_box='<|box_start|>(966,546)<|box_end|>')"
+  );
   const r = parseUiTarsResponse("Thought: open it\nAction: click(start_box='(966,546)')", space);
   assert.ok(r.ok);
   assert.deepEqual(r.action, { type: 'click', x: 0.5, y: 0.5 });
@@ -120,14 +126,23 @@ test('pyautogui rendering follows OSWorld conventions', () => {
   const s = { width: 1920, height: 1080 };
   assert.equal(renderPyautogui({ type: 'click', x: 0.5, y: 0.5 }, s), "pyautogui.click(960, 540, button='left')");
   assert.equal(renderPyautogui({ type: 'right_click', x: 0, y: 1 }, s), "pyautogui.click(0, 1080, button='right')");
-  assert.equal(renderPyautogui({ type: 'double_click', x: 0.5, y: 0.5 }, s), "pyautogui.doubleClick(960, 540, button='left')");
+  assert.equal(
+    renderPyautogui({ type: 'double_click', x: 0.5, y: 0.5 }, s),
+    "pyautogui.doubleClick(960, 540, button='left')"
+  );
   assert.equal(
     renderPyautogui({ type: 'drag', x: 0, y: 0, x2: 1, y2: 1 }, s),
     'pyautogui.moveTo(0, 0)\npyautogui.dragTo(1920, 1080, duration=1.0)'
   );
-  assert.equal(renderPyautogui({ type: 'type', text: "it's\n" }, s), "pyautogui.write('it\\'s', interval=0.1)\npyautogui.press('enter')");
+  assert.equal(
+    renderPyautogui({ type: 'type', text: "it's\n" }, s),
+    "pyautogui.write('it\\'s', interval=0.1)\npyautogui.press('enter')"
+  );
   assert.equal(renderPyautogui({ type: 'hotkey', keys: ['ctrl', 'ArrowLeft'] }, s), "pyautogui.hotkey('ctrl', 'left')");
-  assert.equal(renderPyautogui({ type: 'scroll', direction: 'down', x: 0.5, y: 0.5 }, s), 'pyautogui.scroll(-5, x=960, y=540)');
+  assert.equal(
+    renderPyautogui({ type: 'scroll', direction: 'down', x: 0.5, y: 0.5 }, s),
+    'pyautogui.scroll(-5, x=960, y=540)'
+  );
   assert.equal(renderPyautogui({ type: 'scroll', direction: 'up' }, s), 'pyautogui.scroll(5)');
   assert.equal(renderPyautogui({ type: 'wait' }, s), 'WAIT');
   assert.equal(renderPyautogui({ type: 'finished' }, s), 'DONE');

@@ -11,7 +11,8 @@ import type { GuiEnv } from '../../envs/types';
 import { loadTask, type TaskSpec } from '../../tasks';
 import { playEpisode } from './helpers';
 
-const oracle = (env: GuiEnv) => createOraclePolicy({ env, task: undefined as unknown as TaskSpec, seed: 0, endpoints: [], options: {} });
+const oracle = (env: GuiEnv) =>
+  createOraclePolicy({ env, task: undefined as unknown as TaskSpec, seed: 0, endpoints: [], options: {} });
 
 async function waitFor(cond: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 200; i++) {
@@ -47,7 +48,10 @@ test('kill -9 of the browser mid-episode is a typed crash, and the next episode 
 
     // Both slots work again, on a relaunched browser.
     const [a, b] = [await pool.acquire(), await pool.acquire()];
-    const [pa, pb] = await Promise.all([playEpisode(a, task, 7, oracle), playEpisode(b, loadTask('click-colour'), 8, oracle)]);
+    const [pa, pb] = await Promise.all([
+      playEpisode(a, task, 7, oracle),
+      playEpisode(b, loadTask('click-colour'), 8, oracle),
+    ]);
     assert.equal(pa.reward, 1);
     assert.equal(pb.reward, 1);
     assert.equal(pool.host.launches, 2);
@@ -79,7 +83,10 @@ test('an exception in the task page script is a TaskConfigError, and the env sta
     await env.reset(task, 1);
     const page = (env as unknown as { page: { evaluate(s: string): Promise<unknown> } }).page;
     await page.evaluate('window.task.oracle = function () { throw new Error("oracle bug"); }');
-    await assert.rejects(() => env.oracle!(), (e: unknown) => e instanceof TaskConfigError && /oracle bug/.test((e as Error).message));
+    await assert.rejects(
+      () => env.oracle!(),
+      (e: unknown) => e instanceof TaskConfigError && /oracle bug/.test((e as Error).message)
+    );
     await pool.release(env);
     assert.equal(pool.stats().replaced, 0);
   } finally {

@@ -44,7 +44,8 @@ async function onEnvs<T, R>(items: T[], fn: (env: GuiEnv, item: T) => Promise<R>
 }
 const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => from + i);
 
-const oracle = (grid: boolean) => (e: GuiEnv) => createOraclePolicy({ env: e, task: undefined as unknown as TaskSpec, seed: 0, endpoints: [], options: { grid } });
+const oracle = (grid: boolean) => (e: GuiEnv) =>
+  createOraclePolicy({ env: e, task: undefined as unknown as TaskSpec, seed: 0, endpoints: [], options: { grid } });
 
 for (const task of tasks) {
   test(`${task.id}: the oracle solves ${SEEDS} seeds (exact and grid-snapped); instructions and layouts vary`, async () => {
@@ -70,14 +71,20 @@ test('the same seed gives the same instruction and the same first screenshot', a
     const b = await env.reset(task, 1234);
     assert.equal(a.instruction, b.instruction);
     assert.deepEqual(a.fields, b.fields);
-    assert.equal(Buffer.compare(Buffer.from(a.observation.png), Buffer.from(b.observation.png)), 0, `${task.id}: screenshots differ`);
+    assert.equal(
+      Buffer.compare(Buffer.from(a.observation.png), Buffer.from(b.observation.png)),
+      0,
+      `${task.id}: screenshots differ`
+    );
   }
 });
 
 test(`a uniform-random policy scores near chance (${SEEDS} episodes per family)`, async () => {
   const rows: string[] = [];
   for (const task of tasks) {
-    const played = await onEnvs(range(SEEDS, 10_000), (e, seed) => playEpisode(e, task, seed, () => createRandomPolicy()));
+    const played = await onEnvs(range(SEEDS, 10_000), (e, seed) =>
+      playEpisode(e, task, seed, () => createRandomPolicy())
+    );
     const wins = played.reduce((n, p) => n + p.reward, 0);
     const rate = wins / SEEDS;
     const { chance } = FAMILY_INFO[task.family];
@@ -94,7 +101,15 @@ test('layouts never overlap interactive elements (200 seeds per family)', async 
     for (let seed = 0; seed < 200; seed++) {
       await env.reset(task, 500_000 + seed);
       const overlaps = await page.evaluate(() => {
-        const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): ArrayLike<{ getBoundingClientRect(): { left: number; right: number; top: number; bottom: number } }> } }).document;
+        const doc = (
+          globalThis as unknown as {
+            document: {
+              querySelectorAll(
+                s: string
+              ): ArrayLike<{ getBoundingClientRect(): { left: number; right: number; top: number; bottom: number } }>;
+            };
+          }
+        ).document;
         const rs = Array.from(doc.querySelectorAll('#area > *')).map((e) => e.getBoundingClientRect());
         let n = 0;
         for (let i = 0; i < rs.length; i++)

@@ -12,13 +12,21 @@ export interface Played {
   firstPng: Uint8Array;
 }
 
-export async function playEpisode(env: GuiEnv, task: TaskSpec, seed: number, makePolicy: (env: GuiEnv) => EpisodePolicy): Promise<Played> {
+export async function playEpisode(
+  env: GuiEnv,
+  task: TaskSpec,
+  seed: number,
+  makePolicy: (env: GuiEnv) => EpisodePolicy
+): Promise<Played> {
   const r = await env.reset(task, seed);
   const policy = makePolicy(env);
   let obs = r.observation;
   let steps = 0;
   for (let step = 0; step < task.maxSteps; step++) {
-    const d = await policy.act({ ...obs, instruction: r.instruction, fields: r.fields, step }, { seed: seed * 1000 + step, temperature: 1 });
+    const d = await policy.act(
+      { ...obs, instruction: r.instruction, fields: r.fields, step },
+      { seed: seed * 1000 + step, temperature: 1 }
+    );
     steps++;
     const s = d.action ? await env.step(d.action) : { done: false };
     if (s.done) break;

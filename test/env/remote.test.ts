@@ -28,7 +28,8 @@ after(async () => {
   await backing.close();
 });
 
-const oracle = (env: GuiEnv) => createOraclePolicy({ env, task: undefined as unknown as TaskSpec, seed: 0, endpoints: [], options: {} });
+const oracle = (env: GuiEnv) =>
+  createOraclePolicy({ env, task: undefined as unknown as TaskSpec, seed: 0, endpoints: [], options: {} });
 
 test('the server binds to 127.0.0.1 and refuses to start without a token', () => {
   assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
@@ -43,7 +44,10 @@ test('oracle episodes succeed through the remote protocol', async () => {
       playEpisode(a, loadTask('enter-text'), 5, oracle),
       playEpisode(b, loadTask('scroll-click'), 6, oracle),
     ]);
-    assert.deepEqual(results.map((r) => r.reward), [1, 1]);
+    assert.deepEqual(
+      results.map((r) => r.reward),
+      [1, 1]
+    );
     assert.equal(results[0]?.firstPng.subarray(1, 4).toString(), 'PNG');
     await pool.release(a);
     await pool.release(b);
@@ -58,14 +62,20 @@ test('wrong token, no capacity, bad task and lost lease are typed errors', async
   await assert.rejects(() => noAuth.reset(loadTask('click-target'), 1), EnvUnavailableError);
 
   const env = new RemoteEnv('r-1', { baseUrl: url, token: TOKEN, retries: 0 });
-  await assert.rejects(() => env.reset({ ...loadTask('click-target'), maxSteps: -3 } as TaskSpec, 1), (e: unknown) => e instanceof TaskConfigError && /maxSteps/.test((e as Error).message));
+  await assert.rejects(
+    () => env.reset({ ...loadTask('click-target'), maxSteps: -3 } as TaskSpec, 1),
+    (e: unknown) => e instanceof TaskConfigError && /maxSteps/.test((e as Error).message)
+  );
   await env.reset(loadTask('click-target'), 1);
 
   // Both server slots leased → the third client is told "no capacity" (after its retries).
   const env2 = new RemoteEnv('r-2', { baseUrl: url, token: TOKEN, retries: 0 });
   await env2.reset(loadTask('click-target'), 2);
   const env3 = new RemoteEnv('r-3', { baseUrl: url, token: TOKEN, retries: 1, retryBaseMs: 10 });
-  await assert.rejects(() => env3.reset(loadTask('click-target'), 3), (e: unknown) => e instanceof EnvUnavailableError && /slots/.test((e as Error).message));
+  await assert.rejects(
+    () => env3.reset(loadTask('click-target'), 3),
+    (e: unknown) => e instanceof EnvUnavailableError && /slots/.test((e as Error).message)
+  );
 
   // The server forgets a lease (restart / reaping): the client sees a crash and is marked broken.
   await server.close();

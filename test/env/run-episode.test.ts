@@ -45,7 +45,11 @@ const input = (over: Partial<RunEpisodeInput> = {}): RunEpisodeInput => ({
   ...over,
 });
 
-const deps = (extra: Record<string, PolicyFactory> = {}, p = pool): EnvActivityDeps => ({ pool: p, store, policies: { ...builtinPolicies(), ...extra } });
+const deps = (extra: Record<string, PolicyFactory> = {}, p = pool): EnvActivityDeps => ({
+  pool: p,
+  store,
+  policies: { ...builtinPolicies(), ...extra },
+});
 
 test('a finished episode leaves a complete trajectory in MinIO (manifest, steps, screenshots)', async () => {
   const h = hooks();
@@ -82,12 +86,24 @@ test('a malformed action is a failed step and the episode goes on', async () => 
     const oracle = createOraclePolicy(ctx);
     return {
       async act(obs, opts) {
-        if (calls++ === 0) return { action: null, actionText: 'Action: fly(to=moon)', logProb: -3, entropy: 1, policyVersion: 5, parseError: 'unknown action "fly"' };
+        if (calls++ === 0)
+          return {
+            action: null,
+            actionText: 'Action: fly(to=moon)',
+            logProb: -3,
+            entropy: 1,
+            policyVersion: 5,
+            parseError: 'unknown action "fly"',
+          };
         return { ...(await oracle.act(obs, opts)), policyVersion: 5 };
       },
     };
   };
-  const res = await runEpisodeCore(deps({ flaky }), input({ task: loadTask('click-colour'), policy: { kind: 'flaky' } }), hooks());
+  const res = await runEpisodeCore(
+    deps({ flaky }),
+    input({ task: loadTask('click-colour'), policy: { kind: 'flaky' } }),
+    hooks()
+  );
   assert.equal(res.reward, 1);
   assert.equal(res.numSteps, 2);
   assert.equal(res.minPolicyVersion, 5);
@@ -105,7 +121,10 @@ test('an env crash is a retryable typed failure recorded with reward null, never
     () => runEpisodeCore(deps({}, crashing as never), inp, hooks()),
     (err: unknown) => err instanceof ApplicationFailure && err.type === 'EnvCrashedError' && !err.nonRetryable
   );
-  const manifest = await store.getJson(`campaigns/test-campaign/trajectories/${inp.trajectoryId}/manifest.json`, TrajectoryManifestSchema);
+  const manifest = await store.getJson(
+    `campaigns/test-campaign/trajectories/${inp.trajectoryId}/manifest.json`,
+    TrajectoryManifestSchema
+  );
   assert.equal(manifest.status, 'env_error');
   assert.equal(manifest.reward, null);
   assert.equal(crashing.stats().replaced, 1);
@@ -117,7 +136,11 @@ test('a bad task is a non-retryable TaskConfigError; bad input and unknown polic
   const bad = { ...loadTask('click-target'), family: 'no-such-family' };
   await assert.rejects(
     () => runEpisodeCore(deps(), input({ task: bad }), hooks()),
-    (err: unknown) => err instanceof ApplicationFailure && err.type === 'TaskConfigError' && err.nonRetryable && /field "family"/.test(err.message)
+    (err: unknown) =>
+      err instanceof ApplicationFailure &&
+      err.type === 'TaskConfigError' &&
+      err.nonRetryable &&
+      /field "family"/.test(err.message)
   );
   await assert.rejects(
     () => runEpisodeCore(deps(), { ...input(), seed: -1 }, hooks()),
@@ -141,7 +164,10 @@ test('a failing policy is a retryable PolicyUnavailableError with status policy_
     () => runEpisodeCore(deps({ broken }), inp, hooks()),
     (err: unknown) => err instanceof ApplicationFailure && err.type === 'PolicyUnavailableError' && !err.nonRetryable
   );
-  const manifest = await store.getJson(`campaigns/test-campaign/trajectories/${inp.trajectoryId}/manifest.json`, TrajectoryManifestSchema);
+  const manifest = await store.getJson(
+    `campaigns/test-campaign/trajectories/${inp.trajectoryId}/manifest.json`,
+    TrajectoryManifestSchema
+  );
   assert.equal(manifest.status, 'policy_error');
   assert.equal(manifest.reward, null);
   assert.equal(pool.stats().busy, 0);
@@ -162,7 +188,10 @@ test('cancellation stops the episode between steps and releases the slot', async
   await assert.rejects(() => runEpisodeCore(deps({ cancelling }), inp, hooks(ac.signal)), CancelledFailure);
   assert.equal(pool.stats().busy, 0);
   assert.equal(pool.stats().replaced, 0, 'a cancelled env is healthy and kept');
-  const manifest = await store.getJson(`campaigns/test-campaign/trajectories/${inp.trajectoryId}/manifest.json`, TrajectoryManifestSchema);
+  const manifest = await store.getJson(
+    `campaigns/test-campaign/trajectories/${inp.trajectoryId}/manifest.json`,
+    TrajectoryManifestSchema
+  );
   assert.equal(manifest.status, 'cancelled');
   assert.equal(manifest.reward, null);
 });

@@ -7,7 +7,8 @@ import type { GuiEnv } from '../../envs/types';
 import { loadSuite, type TaskSpec } from '../../tasks';
 import { playEpisode } from './helpers';
 
-const oracle = (env: GuiEnv) => createOraclePolicy({ env, task: undefined as unknown as TaskSpec, seed: 0, endpoints: [], options: {} });
+const oracle = (env: GuiEnv) =>
+  createOraclePolicy({ env, task: undefined as unknown as TaskSpec, seed: 0, endpoints: [], options: {} });
 
 test('simulated envs: the oracle always succeeds, random rarely does', async () => {
   const pool = new SimulatedEnvPool({ slots: 4, profile: SIM_PROFILES.fast!, timeScale: 0 });
@@ -29,7 +30,9 @@ test('simulated envs: the oracle always succeeds, random rarely does', async () 
 test('the OSWorld-like profile is heavy-tailed; the fast profile is not', () => {
   const quantiles = (name: string, kind: 'step' | 'reset') => {
     const rand = mulberry32(42);
-    const xs = Array.from({ length: 20_000 }, () => sampleLatency(SIM_PROFILES[name]![kind], rand)).sort((a, b) => a - b);
+    const xs = Array.from({ length: 20_000 }, () => sampleLatency(SIM_PROFILES[name]![kind], rand)).sort(
+      (a, b) => a - b
+    );
     const q = (p: number) => xs[Math.floor(p * (xs.length - 1))] ?? 0;
     return { p50: q(0.5), p99: q(0.99), max: q(1) };
   };

@@ -3,7 +3,17 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DEFS_DIR, TASK_FAMILIES, TaskConfigError, listSuites, loadSuite, loadTask, loadTaskFile, seedInSplit, seedsFor } from '../../tasks';
+import {
+  DEFS_DIR,
+  TASK_FAMILIES,
+  TaskConfigError,
+  listSuites,
+  loadSuite,
+  loadTask,
+  loadTaskFile,
+  seedInSplit,
+  seedsFor,
+} from '../../tasks';
 
 test('suites tier1, tier2, all and quickstart load and cover every family', () => {
   assert.deepEqual(listSuites(), ['all', 'quickstart', 'tier1', 'tier2']);
@@ -16,7 +26,8 @@ test('suites tier1, tier2, all and quickstart load and cover every family', () =
 
 test('task files are a superset of OSWorld task JSON with disjoint train / held-out seeds', () => {
   for (const t of loadSuite('all').taskSpecs) {
-    for (const k of ['id', 'instruction', 'config', 'evaluator', 'related_apps', 'snapshot', 'source']) assert.ok(k in t, `${t.id} lacks ${k}`);
+    for (const k of ['id', 'instruction', 'config', 'evaluator', 'related_apps', 'snapshot', 'source'])
+      assert.ok(k in t, `${t.id} lacks ${k}`);
     const train = seedsFor(t, 'train', 5);
     const held = seedsFor(t, 'heldOut', 5);
     assert.equal(train.length, 5);
@@ -60,7 +71,10 @@ test('a malformed task file fails with a message naming the file and the field',
     }
     const notJson = path.join(dir, 'broken.json');
     fs.writeFileSync(notJson, '{ "id": ');
-    assert.throws(() => loadTaskFile(notJson), (err: unknown) => err instanceof TaskConfigError && err.message.includes(notJson));
+    assert.throws(
+      () => loadTaskFile(notJson),
+      (err: unknown) => err instanceof TaskConfigError && err.message.includes(notJson)
+    );
     const wrongName = writeTask(dir, 'name-a', (t) => (t.id = 'name-b'));
     assert.throws(() => loadTaskFile(wrongName), /field "id"/);
   } finally {

@@ -60,7 +60,13 @@ const slow: PolicyFactory = () => ({
 
 before(async () => {
   ({ store, drop } = await throwawayStore());
-  envWorker = await createEnvWorker({ settings, store, taskQueue: envQueue, pool: new BrowserEnvPool({ slots: 1 }), policies: { crashOnce } });
+  envWorker = await createEnvWorker({
+    settings,
+    store,
+    taskQueue: envQueue,
+    pool: new BrowserEnvPool({ slots: 1 }),
+    policies: { crashOnce },
+  });
   simWorker = await createEnvWorker({
     settings,
     store,
@@ -98,7 +104,11 @@ const input = (over: Partial<RunEpisodeInput> = {}): RunEpisodeInput => ({
 });
 
 const run = (inp: RunEpisodeInput, queue = envQueue) =>
-  client.workflow.execute('episodeTestWorkflow', { taskQueue: wfQueue, workflowId: `env-test-${inp.trajectoryId}`, args: [inp, queue] });
+  client.workflow.execute('episodeTestWorkflow', {
+    taskQueue: wfQueue,
+    workflowId: `env-test-${inp.trajectoryId}`,
+    args: [inp, queue],
+  });
 
 test('runEpisode runs on a real worker and writes the trajectory', async () => {
   const res = await run(input());
@@ -138,14 +148,24 @@ test('a bad task fails the activity once, non-retryably, with TaskConfigError', 
 
 test('cancelling the workflow cancels the episode and frees the slot', async () => {
   const inp = input({ policy: { kind: 'slow' }, maxSteps: 1000 });
-  const handle = await client.workflow.start('episodeTestWorkflow', { taskQueue: wfQueue, workflowId: `env-test-${inp.trajectoryId}`, args: [inp, simQueue] });
+  const handle = await client.workflow.start('episodeTestWorkflow', {
+    taskQueue: wfQueue,
+    workflowId: `env-test-${inp.trajectoryId}`,
+    args: [inp, simQueue],
+  });
   for (let i = 0; i < 200 && simWorker.pool.stats().busy === 0; i++) await new Promise((r) => setTimeout(r, 25));
   assert.equal(simWorker.pool.stats().busy, 1, 'the episode is running');
   await handle.cancel();
-  await assert.rejects(handle.result(), (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure);
+  await assert.rejects(
+    handle.result(),
+    (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure
+  );
   for (let i = 0; i < 400 && simWorker.pool.stats().busy > 0; i++) await new Promise((r) => setTimeout(r, 25));
   assert.equal(simWorker.pool.stats().busy, 0, 'the slot was released');
-  const m = await store.getJson(`campaigns/temporal-test/trajectories/${inp.trajectoryId}/manifest.json`, TrajectoryManifestSchema);
+  const m = await store.getJson(
+    `campaigns/temporal-test/trajectories/${inp.trajectoryId}/manifest.json`,
+    TrajectoryManifestSchema
+  );
   assert.equal(m.status, 'cancelled');
   assert.equal(m.reward, null);
 });

@@ -50,9 +50,18 @@ test('a bad value is reported with field path, bad value and what is allowed', (
       return true;
     }
   );
-  assert.throws(() => parseCampaignConfig({ trainer: { lerningRate: 1 } }), /unknown field\(s\) "trainer\.lerningRate"/);
-  assert.throws(() => parseCampaignConfig({ campaign: { mode: 'batch' } }), /campaign\.mode: got "batch"; .*"async"\|"sync"/);
-  assert.throws(() => parseCampaignConfig({ rollout: { nMin: 9 } }), /rollout\.nMin: got 9; must be ≤ rollout\.nMax \(8\)/);
+  assert.throws(
+    () => parseCampaignConfig({ trainer: { lerningRate: 1 } }),
+    /unknown field\(s\) "trainer\.lerningRate"/
+  );
+  assert.throws(
+    () => parseCampaignConfig({ campaign: { mode: 'batch' } }),
+    /campaign\.mode: got "batch"; .*"async"\|"sync"/
+  );
+  assert.throws(
+    () => parseCampaignConfig({ rollout: { nMin: 9 } }),
+    /rollout\.nMin: got 9; must be ≤ rollout\.nMax \(8\)/
+  );
   assert.throws(() => parseCampaignConfig({ policy: { kind: 'vlm' } }), /policy\.vlmEndpoint: missing; is required/);
   assert.throws(() => parseCampaignConfig({ campaign: { id: '../etc' } }), /campaign\.id: got "\.\.\/etc"/);
 });

@@ -22,7 +22,8 @@ after(async () => {
 
 // A minimal valid 1×1 PNG.
 const PNG = Buffer.from(
-  '89504e470d0a1a0a0000000d4948445200000001000000010806000000' + '1f15c4890000000d49444154789c6360f8cfc0f01f0005000201d0a37f2a0000000049454e44ae426082',
+  '89504e470d0a1a0a0000000d4948445200000001000000010806000000' +
+    '1f15c4890000000d49444154789c6360f8cfc0f01f0005000201d0a37f2a0000000049454e44ae426082',
   'hex'
 );
 
@@ -44,7 +45,10 @@ test('JSON and bytes round-trip; list by prefix; missing objects are typed error
   assert.deepEqual([...(await store.getBytes('rt/two.bin'))], [1, 2, 3]);
   await store.putBytes('other/three.bin', new Uint8Array([4]));
   assert.deepEqual(await store.list('rt/'), ['rt/one.json', 'rt/two.bin']);
-  await assert.rejects(store.getBytes('rt/nope.bin'), (err: unknown) => err instanceof ObjectNotFoundError && /rt\/nope\.bin/.test(err.message));
+  await assert.rejects(
+    store.getBytes('rt/nope.bin'),
+    (err: unknown) => err instanceof ObjectNotFoundError && /rt\/nope\.bin/.test(err.message)
+  );
   // Writing a record that violates its schema is refused before anything is written.
   assert.throws(() => Schema.parse({ a: 'no' }));
   await assert.rejects(store.putJson('rt/bad.json', { a: 'no' } as never, Schema as never));
@@ -56,7 +60,10 @@ test('JSON lines round-trip and a schema mismatch names key and line', async () 
   await store.putJsonLines('jl/steps.jsonl', [{ step: 0 }, { step: 1 }], Row);
   assert.deepEqual(await store.getJsonLines('jl/steps.jsonl', Row), [{ step: 0 }, { step: 1 }]);
   await store.putBytes('jl/bad.jsonl', Buffer.from('{"step":0}\n{"step":"x"}'));
-  await assert.rejects(store.getJsonLines('jl/bad.jsonl', Row), /corrupt object jl\/bad\.jsonl: line 2 does not match its schema at "step"/);
+  await assert.rejects(
+    store.getJsonLines('jl/bad.jsonl', Row),
+    /corrupt object jl\/bad\.jsonl: line 2 does not match its schema at "step"/
+  );
   await store.putBytes('jl/broken.json', Buffer.from('{"step":'));
   await assert.rejects(store.getJson('jl/broken.json', Row), /corrupt object jl\/broken\.json: not valid JSON/);
 });
@@ -76,28 +83,41 @@ test('screenshots are content-addressed and written once', async () => {
 test('an object altered behind our back is detected by its recorded sha256', async () => {
   const ref = await store.putBytes('tamper/x.bin', Buffer.from('original'));
   // Overwrite the bytes but keep the old hash in the metadata: what a partial/foreign write looks like.
-  await store.client.putObject(store.bucket, 'tamper/x.bin', Buffer.from('altered!'), 8, { 'x-amz-meta-sha256': ref.sha256 });
-  await assert.rejects(store.getBytes('tamper/x.bin'), (err: unknown) => err instanceof CorruptObjectError && err.key === 'tamper/x.bin');
+  await store.client.putObject(store.bucket, 'tamper/x.bin', Buffer.from('altered!'), 8, {
+    'x-amz-meta-sha256': ref.sha256,
+  });
+  await assert.rejects(
+    store.getBytes('tamper/x.bin'),
+    (err: unknown) => err instanceof CorruptObjectError && err.key === 'tamper/x.bin'
+  );
   await assert.rejects(store.verify(ref), /corrupt object tamper\/x\.bin: sha256/);
 });
 
 test('safetensors: valid ones load with dtype/shape checked; corrupt ones are rejected with their key', async () => {
   const tensors = { w: f32Tensor([2, 2], new Float32Array([1, 2, 3, 4])) };
   const ref = await store.putSafetensors('ckpt/v1/weights.safetensors', tensors);
-  const ok = await store.getSafetensors(ref.key, { expected: { w: { dtype: 'F32', shape: [2, 2] } }, sha256: ref.sha256 });
+  const ok = await store.getSafetensors(ref.key, {
+    expected: { w: { dtype: 'F32', shape: [2, 2] } },
+    sha256: ref.sha256,
+  });
   assert.equal(ok.sha256, ref.sha256);
   await assert.rejects(
     store.getSafetensors(ref.key, { expected: { w: { dtype: 'F32', shape: [4] } } }),
-    (err: unknown) => err instanceof CorruptObjectError && err.key === ref.key && /shape \[2,2\], expected \[4\]/.test(err.message)
+    (err: unknown) =>
+      err instanceof CorruptObjectError && err.key === ref.key && /shape \[2,2\], expected \[4\]/.test(err.message)
   );
   const full = encodeSafetensors(tensors);
   await store.putBytes('ckpt/v2/weights.safetensors', full.subarray(0, full.length - 5)); // truncated upload
   await assert.rejects(
     store.getSafetensors('ckpt/v2/weights.safetensors'),
-    (err: unknown) => err instanceof CorruptObjectError && err.key === 'ckpt/v2/weights.safetensors' && /truncated/.test(err.message)
+    (err: unknown) =>
+      err instanceof CorruptObjectError && err.key === 'ckpt/v2/weights.safetensors' && /truncated/.test(err.message)
   );
   await store.putBytes('ckpt/v3/weights.safetensors', Buffer.from('garbage-not-safetensors'));
-  await assert.rejects(store.getSafetensors('ckpt/v3/weights.safetensors'), /corrupt object ckpt\/v3\/weights\.safetensors/);
+  await assert.rejects(
+    store.getSafetensors('ckpt/v3/weights.safetensors'),
+    /corrupt object ckpt\/v3\/weights\.safetensors/
+  );
 });
 
 test('a 150 MB object streams in (multipart) and back out intact', async () => {
@@ -133,5 +153,8 @@ test('ids from task files cannot escape their prefix', () => {
 test('an unreachable endpoint is a clear StorageUnavailableError', async () => {
   const settings = testSettings();
   const dead = ObjectStore.fromSettings({ ...settings, s3: { ...settings.s3, endpoint: 'http://127.0.0.1:1' } });
-  await assert.rejects(dead.ensureBucket(), (err: unknown) => err instanceof StorageUnavailableError && /127\.0\.0\.1:1 is unreachable/.test(err.message));
+  await assert.rejects(
+    dead.ensureBucket(),
+    (err: unknown) => err instanceof StorageUnavailableError && /127\.0\.0\.1:1 is unreachable/.test(err.message)
+  );
 });

@@ -32,7 +32,11 @@ after(async () => {
 });
 
 async function runProof(c: Client, s = settings, taskQueue = testTaskQueue('orchestrator')) {
-  const worker = await createTestWorker(s, { taskQueue, workflowBundle: bundle, activities: createProofActivities({ store }) });
+  const worker = await createTestWorker(s, {
+    taskQueue,
+    workflowBundle: bundle,
+    activities: createProofActivities({ store }),
+  });
   const workflowId = `proof-${uniqueSuffix()}`;
   const ref = await worker.runUntil(
     c.workflow.execute(storageProofWorkflow, { taskQueue, workflowId, args: [{ message: 'hello dartflow' }] })
@@ -44,14 +48,18 @@ test('proof workflow: an activity on the orchestrator worker writes to MinIO and
   const { ref, workflowId } = await runProof(client);
   assert.equal(ref.key, `proof/${workflowId}.json`);
   assert.equal(ref.bucket, store.bucket);
-  const body = JSON.parse((await store.getBytes(ref.key, ref.sha256)).toString()) as { message: string; workflowId: string };
+  const body = JSON.parse((await store.getBytes(ref.key, ref.sha256)).toString()) as {
+    message: string;
+    workflowId: string;
+  };
   assert.equal(body.message, 'hello dartflow');
   assert.equal(body.workflowId, workflowId);
 });
 
 test("dartflow's search attributes are registered on the dev server", async () => {
   const res = await client.connection.operatorService.listSearchAttributes({ namespace: settings.temporal.namespace });
-  for (const name of Object.keys(SEARCH_ATTRIBUTE_CLI_TYPES)) assert.ok(name in (res.customAttributes ?? {}), `${name} registered`);
+  for (const name of Object.keys(SEARCH_ATTRIBUTE_CLI_TYPES))
+    assert.ok(name in (res.customAttributes ?? {}), `${name} registered`);
 });
 
 test('a finished workflow history survives a dev server restart on the same SQLite file', async () => {
@@ -60,7 +68,11 @@ test('a finished workflow history survives a dev server restart on the same SQLi
   const uiPort = await freePort();
   const instanceName = `temporal-restart-test-${uniqueSuffix()}`;
   const opts = { port, uiPort, dbFile: path.join(dir, 'history.sqlite'), namespace: 'default', instanceName };
-  const local = { ...settings, dataDir: dir, temporal: { ...settings.temporal, address: `127.0.0.1:${port}`, external: false } };
+  const local = {
+    ...settings,
+    dataDir: dir,
+    temporal: { ...settings.temporal, address: `127.0.0.1:${port}`, external: false },
+  };
   try {
     const first = await startTemporalDevServer(local, opts);
     assert.equal(first.reused, false);

@@ -10,7 +10,12 @@ import { mulberry32, sampleAction } from '../../policy/sampling';
 import { numActions, type PolicySpec } from '../../policy/spec';
 import type { PolicyWeights } from '../../policy/weights';
 import type { TrainGroupRef } from '../../activities/trainer/types';
-import { StepRecordSchema, TrajectoryManifestSchema, type StepRecord, type TrajectoryManifest } from '../../schemas/records';
+import {
+  StepRecordSchema,
+  TrajectoryManifestSchema,
+  type StepRecord,
+  type TrajectoryManifest,
+} from '../../schemas/records';
 import { keys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
 
@@ -47,7 +52,12 @@ export interface SyntheticOptions {
 }
 
 /** Writes one-step "click the box" episodes sampled from `weights`; returns group refs for trainStep. */
-export async function writeSyntheticGroups(store: ObjectStore, spec: PolicySpec, weights: PolicyWeights, o: SyntheticOptions): Promise<{ groups: TrainGroupRef[]; successRate: number }> {
+export async function writeSyntheticGroups(
+  store: ObjectStore,
+  spec: PolicySpec,
+  weights: PolicyWeights,
+  o: SyntheticOptions
+): Promise<{ groups: TrainGroupRef[]; successRate: number }> {
   const session = await createInferenceSession(spec, weights);
   const rng = mulberry32(o.seed);
   const groups: TrainGroupRef[] = [];
@@ -85,7 +95,11 @@ export async function writeSyntheticGroups(store: ObjectStore, spec: PolicySpec,
         startedAt: 0,
         endedAt: 0,
       };
-      const stepsRef = await store.putJsonLines(keys.trajectorySteps(o.campaignId, trajectoryId), [step], StepRecordSchema);
+      const stepsRef = await store.putJsonLines(
+        keys.trajectorySteps(o.campaignId, trajectoryId),
+        [step],
+        StepRecordSchema
+      );
       const manifest: TrajectoryManifest = {
         schemaVersion: 1,
         trajectoryId,

@@ -1,7 +1,12 @@
 /** trainStep against real MinIO and real onnxruntime sessions, on synthetic one-step click episodes. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { listCheckpoints, loadCheckpoint, ensureInitialCheckpoint, writeCheckpoint } from '../../activities/trainer/checkpoints';
+import {
+  listCheckpoints,
+  loadCheckpoint,
+  ensureInitialCheckpoint,
+  writeCheckpoint,
+} from '../../activities/trainer/checkpoints';
 import { runTrainStep, specForWidth } from '../../activities/trainer/train-step';
 import type { TrainStepInput } from '../../activities/trainer/types';
 import { parseCampaignConfig } from '../../config/load';
@@ -23,19 +28,49 @@ after(async () => {
   await cleanup();
 });
 
-function input(campaignId: string, trainStep: number, fromVersion: number, groups: TrainStepInput['groups']): TrainStepInput {
-  return { campaignId, trainStep, fromVersion, groups, trainer: trainerCfg, maxStaleness: 1, policy: { seed: 0, width: 1 } };
+function input(
+  campaignId: string,
+  trainStep: number,
+  fromVersion: number,
+  groups: TrainStepInput['groups']
+): TrainStepInput {
+  return {
+    campaignId,
+    trainStep,
+    fromVersion,
+    groups,
+    trainer: trainerCfg,
+    maxStaleness: 1,
+    policy: { seed: 0, width: 1 },
+  };
 }
 
 test('a train step writes a new checkpoint (parent, sha256, metrics) and a ledger entry; a retry returns the same checkpoint', async () => {
   const campaignId = 'ts-basic';
   await ensureInitialCheckpoint(store, campaignId, spec, 0);
   const v0 = await loadCheckpoint(store, campaignId, 0, spec);
-  const { groups } = await writeSyntheticGroups(store, spec, v0.weights, { campaignId, groups: 6, perGroup: 8, policyVersion: 0, seed: 1 });
+  const { groups } = await writeSyntheticGroups(store, spec, v0.weights, {
+    campaignId,
+    groups: 6,
+    perGroup: 8,
+    policyVersion: 0,
+    seed: 1,
+  });
   const result = await runTrainStep({ store }, input(campaignId, 1, 0, groups));
   assert.equal(result.version, 1);
   assert.equal(result.reused, false);
-  for (const m of ['loss', 'kl', 'clipFraction', 'isWeightMean', 'isWeightMin', 'isWeightTruncatedFraction', 'entropyMean', 'selectedFraction', 'gradNorm', 'samplesPerSecond']) {
+  for (const m of [
+    'loss',
+    'kl',
+    'clipFraction',
+    'isWeightMean',
+    'isWeightMin',
+    'isWeightTruncatedFraction',
+    'entropyMean',
+    'selectedFraction',
+    'gradNorm',
+    'samplesPerSecond',
+  ]) {
     assert.ok(Number.isFinite(result.metrics[m]), `metric ${m} = ${result.metrics[m]}`);
   }
   // Sampled by the same weights that trained: π_old = π_behaviour up to float error, so w ≈ 1.
@@ -46,7 +81,10 @@ test('a train step writes a new checkpoint (parent, sha256, metrics) and a ledge
   assert.equal(v1.manifest.parentVersion, 0);
   assert.equal(v1.manifest.ledgerKey, keys.ledgerEntry(campaignId, 1));
   assert.ok(v1.optimizer && v1.optimizer.step >= 1);
-  assert.notDeepEqual(Array.from(v1.weights['head.click.weight'] ?? v1.weights[Object.keys(v1.weights)[0]!]!).slice(0, 8), Array.from(v0.weights[Object.keys(v0.weights)[0]!]!).slice(0, 8));
+  assert.notDeepEqual(
+    Array.from(v1.weights['head.click.weight'] ?? v1.weights[Object.keys(v1.weights)[0]!]!).slice(0, 8),
+    Array.from(v0.weights[Object.keys(v0.weights)[0]!]!).slice(0, 8)
+  );
 
   const ledger = await store.getJson(keys.ledgerEntry(campaignId, 1), LedgerEntrySchema);
   assert.equal(ledger.consumed.length, 48);
@@ -63,7 +101,13 @@ test('a crash between checkpoint and ledger write is completed on retry, not tra
   const campaignId = 'ts-orphan';
   await ensureInitialCheckpoint(store, campaignId, spec, 0);
   const v0 = await loadCheckpoint(store, campaignId, 0, spec);
-  const { groups } = await writeSyntheticGroups(store, spec, v0.weights, { campaignId, groups: 2, perGroup: 4, policyVersion: 0, seed: 2 });
+  const { groups } = await writeSyntheticGroups(store, spec, v0.weights, {
+    campaignId,
+    groups: 2,
+    perGroup: 4,
+    policyVersion: 0,
+    seed: 2,
+  });
   await runTrainStep({ store }, input(campaignId, 1, 0, groups));
   await store.remove(keys.ledgerEntry(campaignId, 1)); // as if the process died before the ledger write
   const retried = await runTrainStep({ store }, input(campaignId, 1, 0, groups));
@@ -77,7 +121,13 @@ test('NaN in the checkpoint weights is refused and nothing new is written', asyn
   const campaignId = 'ts-nan';
   await ensureInitialCheckpoint(store, campaignId, spec, 0);
   const v0 = await loadCheckpoint(store, campaignId, 0, spec);
-  const { groups } = await writeSyntheticGroups(store, spec, v0.weights, { campaignId, groups: 2, perGroup: 4, policyVersion: 0, seed: 3 });
+  const { groups } = await writeSyntheticGroups(store, spec, v0.weights, {
+    campaignId,
+    groups: 2,
+    perGroup: 4,
+    policyVersion: 0,
+    seed: 3,
+  });
   const bad = Object.fromEntries(Object.entries(v0.weights).map(([k, v]) => [k, Float32Array.from(v)]));
   bad[Object.keys(bad)[0]!]![0] = Number.NaN;
   await writeCheckpoint(store, { campaignId, version: 1, parentVersion: 0, spec, weights: bad });
@@ -92,7 +142,13 @@ test('stale steps are not trained on; an all-stale batch is refused as bad input
   const v0 = await loadCheckpoint(store, campaignId, 0, spec);
   await writeCheckpoint(store, { campaignId, version: 1, parentVersion: 0, spec, weights: v0.weights });
   await writeCheckpoint(store, { campaignId, version: 2, parentVersion: 1, spec, weights: v0.weights });
-  const { groups } = await writeSyntheticGroups(store, spec, v0.weights, { campaignId, groups: 2, perGroup: 4, policyVersion: 0, seed: 4 });
+  const { groups } = await writeSyntheticGroups(store, spec, v0.weights, {
+    campaignId,
+    groups: 2,
+    perGroup: 4,
+    policyVersion: 0,
+    seed: 4,
+  });
   // Training v2 with maxStaleness 1 admits versions ≥ 1: every step (v0) is stale.
   await assert.rejects(runTrainStep({ store }, input(campaignId, 1, 2, groups)), /no fresh, trainable step/);
 });
@@ -106,7 +162,13 @@ test('training on sampled click episodes raises the success rate far above chanc
   const cfg = parseCampaignConfig({ trainer: { learningRate: 3e-3, klBeta: 0, epochs: 2, minibatchSize: 64 } }).trainer;
   for (let step = 1; step <= 40; step++) {
     const current = await loadCheckpoint(store, campaignId, version, spec);
-    const { groups, successRate } = await writeSyntheticGroups(store, spec, current.weights, { campaignId, groups: 16, perGroup: 8, policyVersion: version, seed: 100 + step });
+    const { groups, successRate } = await writeSyntheticGroups(store, spec, current.weights, {
+      campaignId,
+      groups: 16,
+      perGroup: 8,
+      policyVersion: version,
+      seed: 100 + step,
+    });
     if (step === 1) first = successRate;
     last = successRate;
     const r = await runTrainStep({ store }, { ...input(campaignId, step, version, groups), trainer: cfg });

@@ -17,11 +17,28 @@ import {
 } from '../../workflows/logic/campaign-state';
 import { applyLiveOverrides } from '../../workflows/logic/live-config';
 
-const task = (id: string): TaskRef => ({ id, family: id, spec: { id }, trainSeeds: { from: 0, to: 1000 }, maxSteps: 4 });
+const task = (id: string): TaskRef => ({
+  id,
+  family: id,
+  spec: { id },
+  trainSeeds: { from: 0, to: 1000 },
+  maxSteps: 4,
+});
 
 function state(overrides: Record<string, unknown> = {}) {
-  const config = parseCampaignConfig({ rollout: { envConcurrency: 16 }, trainer: { minGroups: 2, maxGroups: 3 }, ...overrides });
-  return initialCampaignState({ campaignId: 'c', config, tasks: [task('a'), task('b')], heldOut: [], startedAtMs: 0, initialVersion: 0 });
+  const config = parseCampaignConfig({
+    rollout: { envConcurrency: 16 },
+    trainer: { minGroups: 2, maxGroups: 3 },
+    ...overrides,
+  });
+  return initialCampaignState({
+    campaignId: 'c',
+    config,
+    tasks: [task('a'), task('b')],
+    heldOut: [],
+    startedAtMs: 0,
+    initialVersion: 0,
+  });
 }
 
 function summary(groupId: string, taskId: string, rewards: Array<number | null>, version = 0): GroupSummary {
@@ -37,7 +54,17 @@ function summary(groupId: string, taskId: string, rewards: Array<number | null>,
     maxPolicyVersion: version,
     injectedFromPool: false,
   }));
-  return { groupId, taskId, seed: 1, requested: rewards.length, maxSteps: 4, trajectories, infraFailures: 0, startedAt: 0, endedAt: 1 };
+  return {
+    groupId,
+    taskId,
+    seed: 1,
+    requested: rewards.length,
+    maxSteps: 4,
+    trajectories,
+    infraFailures: 0,
+    startedAt: 0,
+    endedAt: 1,
+  };
 }
 
 test('rollout-wise scheduling fills env capacity with groups and stops at the limit', () => {
@@ -70,13 +97,21 @@ test('dynamic rollout number and max steps follow the task history (DART §4.6, 
 
 test('train batches: eligible groups only, each trajectory taken once, stale data dropped', () => {
   const s = state();
-  for (let i = 0; i < 4; i++) markGroupStarted(s, planNextGroup(s) ?? { groupId: `c-g00000${i}`, task: task('a'), seed: 1, n: 2, maxSteps: 4, poolWanted: 0 }, 0);
+  for (let i = 0; i < 4; i++)
+    markGroupStarted(
+      s,
+      planNextGroup(s) ?? { groupId: `c-g00000${i}`, task: task('a'), seed: 1, n: 2, maxSteps: 4, poolWanted: 0 },
+      0
+    );
   recordGroup(s, summary('c-g000000', 'a', [1, 0, 0, 1]), 0);
   recordGroup(s, summary('c-g000001', 'b', [1, 1, 1, 1]), 0); // all success: zero advantage, skipped
   assert.equal(selectTrainBatch(s), null, 'one eligible group < minGroups 2');
   recordGroup(s, summary('c-g000002', 'a', [0, 0, null, 1]), 0); // the infra failure is not a reward
   const batch = selectTrainBatch(s)!;
-  assert.deepEqual(batch.groups.map((g) => g.groupId), ['c-g000000', 'c-g000002']);
+  assert.deepEqual(
+    batch.groups.map((g) => g.groupId),
+    ['c-g000000', 'c-g000002']
+  );
   assert.equal(batch.groups[1]!.trajectories.length, 3);
   takeFromBuffer(s, batch);
   assert.equal(s.buffer.length, 0);
@@ -93,6 +128,9 @@ test('setConfig accepts live fields with valid values and names the problem othe
   assert.equal(next.trainer.learningRate, 0.001);
   assert.equal(next.rollout.envConcurrency, 8);
   assert.throws(() => applyLiveOverrides(s.config, { 'policy.width': 2 }), /cannot be changed on a running campaign/);
-  assert.throws(() => applyLiveOverrides(s.config, { 'trainer.learningRate': -1 }), /setConfig trainer\.learningRate: Too small/);
+  assert.throws(
+    () => applyLiveOverrides(s.config, { 'trainer.learningRate': -1 }),
+    /setConfig trainer\.learningRate: Too small/
+  );
   assert.throws(() => applyLiveOverrides(s.config, {}), /at least one/);
 });

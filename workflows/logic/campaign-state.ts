@@ -14,7 +14,14 @@ import {
 } from '../../algorithms';
 import type { TrainGroupRef } from '../../activities/trainer/types';
 import type { CampaignConfig } from '../../schemas/config';
-import type { CampaignPhase, CampaignStatus, EvalPoint, GroupSummary, TaskStats, TrajectorySummary } from '../../schemas/campaign';
+import type {
+  CampaignPhase,
+  CampaignStatus,
+  EvalPoint,
+  GroupSummary,
+  TaskStats,
+  TrajectorySummary,
+} from '../../schemas/campaign';
 
 /** How many recent rewards a task keeps (bounds the carried state). */
 export const STATS_WINDOW = 64;
@@ -73,7 +80,17 @@ export interface CampaignState {
 }
 
 export function emptyTaskStats(taskId: string): TaskStats {
-  return { taskId, recentRewards: [], episodes: 0, successes: 0, lastN: 0, longestSuccess: 0, hard: false, quarantined: false, poolSize: 0 };
+  return {
+    taskId,
+    recentRewards: [],
+    episodes: 0,
+    successes: 0,
+    lastN: 0,
+    longestSuccess: 0,
+    hard: false,
+    quarantined: false,
+    poolSize: 0,
+  };
 }
 
 export function initialCampaignState(args: {
@@ -132,9 +149,19 @@ export function rolloutPlanFor(s: CampaignState, task: TaskRef): { n: number; ma
   const r = s.config.rollout;
   const newestFirst = [...st.recentRewards].reverse();
   const sr = recentSuccessRate(newestFirst, st.lastN > 0 ? st.lastN : r.nMax);
-  const n = dynamicRolloutNumber(sr, { enabled: r.dynamicRollout, nMin: r.nMin, nMax: r.nMax, successRateThreshold: r.successRateThreshold });
+  const n = dynamicRolloutNumber(sr, {
+    enabled: r.dynamicRollout,
+    nMin: r.nMin,
+    nMax: r.nMax,
+    successRateThreshold: r.successRateThreshold,
+  });
   const cap = Math.min(r.maxSteps, task.maxSteps);
-  const maxSteps = dynamicMaxSteps(s.outcomes[task.id] ?? [], { enabled: r.dynamicMaxSteps, maxSteps: cap, margin: r.maxStepsMargin, minSteps: 1 });
+  const maxSteps = dynamicMaxSteps(s.outcomes[task.id] ?? [], {
+    enabled: r.dynamicMaxSteps,
+    maxSteps: cap,
+    margin: r.maxStepsMargin,
+    minSteps: 1,
+  });
   // A group needs ≥ 2 episodes for a non-zero GRPO advantage.
   return { n: Math.max(2, n), maxSteps };
 }
@@ -156,7 +183,9 @@ export function planNextGroup(s: CampaignState): GroupPlan | null {
   const span = task.trainSeeds.to - task.trainSeeds.from;
   const seed = task.trainSeeds.from + rng.nextInt(Math.max(1, Math.min(span, 2 ** 31 - 1)));
   const st = s.stats[task.id];
-  const poolWanted = s.config.curation.experiencePool ? Math.max(0, s.config.curation.precollectSuccessesPerTask - (st?.poolSize ?? 0)) : 0;
+  const poolWanted = s.config.curation.experiencePool
+    ? Math.max(0, s.config.curation.precollectSuccessesPerTask - (st?.poolSize ?? 0))
+    : 0;
   return { groupId, task, seed, n, maxSteps, poolWanted };
 }
 
@@ -226,7 +255,9 @@ export function selectTrainBatch(s: CampaignState, opts: { minGroups?: number } 
   const skipped: TrainBatch['skipped'] = [];
   for (const g of s.buffer) {
     if (groups.length >= c.trainer.maxGroups) break;
-    const fresh = g.trajectories.filter((t) => t.injectedFromPool || t.maxPolicyVersion >= trainVersion - c.curation.maxStaleness);
+    const fresh = g.trajectories.filter(
+      (t) => t.injectedFromPool || t.maxPolicyVersion >= trainVersion - c.curation.maxStaleness
+    );
     const online = fresh.filter((t) => !t.injectedFromPool);
     const pool = fresh.filter((t) => t.injectedFromPool);
     takenGroupIds.push(g.groupId);
@@ -240,7 +271,13 @@ export function selectTrainBatch(s: CampaignState, opts: { minGroups?: number } 
       experiencePool: c.curation.experiencePool,
     });
     if (curated.kind === 'skip') {
-      skipped.push({ groupId: g.groupId, reason: online.length < g.trajectories.filter((t) => !t.injectedFromPool).length ? `stale/${curated.reason}` : curated.reason });
+      skipped.push({
+        groupId: g.groupId,
+        reason:
+          online.length < g.trajectories.filter((t) => !t.injectedFromPool).length
+            ? `stale/${curated.reason}`
+            : curated.reason,
+      });
       continue;
     }
     groups.push({

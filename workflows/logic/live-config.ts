@@ -9,7 +9,9 @@ export function applyLiveOverrides(config: CampaignConfig, overrides: Record<str
   const next = JSON.parse(JSON.stringify(config)) as Record<string, Record<string, unknown>>;
   for (const [path, value] of entries) {
     if (!(LIVE_TUNABLE_FIELDS as readonly string[]).includes(path)) {
-      throw new Error(`"${path}" cannot be changed on a running campaign; live fields: ${LIVE_TUNABLE_FIELDS.join(', ')}`);
+      throw new Error(
+        `"${path}" cannot be changed on a running campaign; live fields: ${LIVE_TUNABLE_FIELDS.join(', ')}`
+      );
     }
     const [section, field] = path.split('.') as [string, string];
     next[section]![field] = value;

@@ -29,7 +29,9 @@ export function createRandomPolicy(): EpisodePolicy {
       const n = valid.length;
       return {
         action,
-        actionText: action ? renderUiTarsResponse(action, uiTarsCoordSpace({ width: obs.width, height: obs.height })) : '',
+        actionText: action
+          ? renderUiTarsResponse(action, uiTarsCoordSpace({ width: obs.width, height: obs.height }))
+          : '',
         actionIndex: index,
         logProb: -Math.log(n),
         entropy: Math.log(n),
