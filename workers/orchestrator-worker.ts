@@ -9,11 +9,11 @@ import { createProofActivities } from '../activities/data/proof';
 import { ensureInitialCheckpoint } from '../activities/trainer/checkpoints';
 import { specForWidth } from '../activities/trainer/train-step';
 import { installQuietRuntime } from '../infra/runtime';
-import { exitWithParent } from '../infra/parent-watch';
-import { loadInfraSettings, type InfraSettings } from '../infra/settings';
+import type { InfraSettings } from '../infra/settings';
 import { connectWorker } from '../infra/temporal-connection';
 import { TASK_QUEUES } from '../schemas/task-queues';
 import { ObjectStore } from '../storage/object-store';
+import { runWorkerMain } from './run-worker';
 
 export function createOrchestratorActivities(store: ObjectStore) {
   return {
@@ -47,16 +47,5 @@ export async function createOrchestratorWorker(
   });
 }
 
-async function main(): Promise<void> {
-  const worker = await createOrchestratorWorker(loadInfraSettings());
-  exitWithParent(() => worker.shutdown());
-  console.log(`[orchestrator] polling task queue "${TASK_QUEUES.orchestrator}"`);
-  await worker.run();
-}
-
-if (require.main === module) {
-  main().catch((err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+if (require.main === module)
+  runWorkerMain('orchestrator', TASK_QUEUES.orchestrator, (settings) => createOrchestratorWorker(settings));

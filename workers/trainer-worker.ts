@@ -6,11 +6,11 @@
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { createTrainerActivities } from '../activities/trainer/train-step';
 import { installQuietRuntime } from '../infra/runtime';
-import { exitWithParent } from '../infra/parent-watch';
-import { loadInfraSettings, type InfraSettings } from '../infra/settings';
+import type { InfraSettings } from '../infra/settings';
 import { connectWorker } from '../infra/temporal-connection';
 import { TASK_QUEUES } from '../schemas/task-queues';
 import { ObjectStore } from '../storage/object-store';
+import { runWorkerMain } from './run-worker';
 
 export async function createTrainerWorker(
   settings: InfraSettings,
@@ -33,16 +33,4 @@ export async function createTrainerWorker(
   });
 }
 
-async function main(): Promise<void> {
-  const worker = await createTrainerWorker(loadInfraSettings());
-  exitWithParent(() => worker.shutdown());
-  console.log(`[trainer] polling task queue "${TASK_QUEUES.trainer}"`);
-  await worker.run();
-}
-
-if (require.main === module) {
-  main().catch((err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+if (require.main === module) runWorkerMain('trainer', TASK_QUEUES.trainer, (settings) => createTrainerWorker(settings));

@@ -23,13 +23,13 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { createCampaignDataActivities } from '../activities/data/campaign-data';
 import type { createCampaignSetupActivities } from '../activities/data/campaign-setup';
 import type { TrainStepResult } from '../activities/trainer/types';
 import type { createTrainerActivities } from '../activities/trainer/train-step';
 import { CampaignConfigSchema, type CampaignConfigInput } from '../schemas/config';
 import { SEARCH_ATTRIBUTES } from '../schemas/search-attributes';
 import { TASK_QUEUES } from '../schemas/task-queues';
+import { dataActivities } from './activity-proxies';
 import type { EvalPoint, GroupSummary, PolicyEndpoint } from '../schemas/campaign';
 import { applyLiveOverrides } from './logic/live-config';
 import {
@@ -93,11 +93,7 @@ const setup = proxyActivities<ReturnType<typeof createCampaignSetupActivities>>(
     nonRetryableErrorTypes: ['TaskConfigError', 'ConfigError'],
   },
 });
-const data = proxyActivities<ReturnType<typeof createCampaignDataActivities>>({
-  taskQueue: TASK_QUEUES.orchestrator,
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
-});
+const data = dataActivities;
 const trainer = proxyActivities<ReturnType<typeof createTrainerActivities>>({
   taskQueue: TASK_QUEUES.trainer,
   // A train step is seconds on the embedded policy; a heartbeat per minibatch detects a dead trainer fast.

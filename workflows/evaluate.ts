@@ -2,12 +2,10 @@
  * evaluateWorkflow — greedy evaluation of the served policy on held-out seeds of each task (learning
  * curves). Reports an EvalPoint to the campaign (by workflow id) and records it in MinIO.
  */
-import { getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { createCampaignDataActivities } from '../activities/data/campaign-data';
+import { getExternalWorkflowHandle, log, workflowInfo } from '@temporalio/workflow';
 import type { RunEpisodeResult } from '../activities/env/input';
-import type { EnvActivities } from '../activities/env/run-episode';
 import type { EvalPoint } from '../schemas/campaign';
-import { TASK_QUEUES } from '../schemas/task-queues';
+import { envActivities, dataActivities } from './activity-proxies';
 import { evalFinishedSignal } from './messages';
 
 export interface EvaluateInput {
@@ -24,22 +22,8 @@ export interface EvaluateInput {
   record?: boolean;
 }
 
-const { runEpisode, runEpisodes } = proxyActivities<EnvActivities>({
-  taskQueue: TASK_QUEUES.env,
-  startToCloseTimeout: '15 minutes',
-  heartbeatTimeout: '1 minute',
-  retry: {
-    initialInterval: '1 second',
-    maximumInterval: '30 seconds',
-    maximumAttempts: 5,
-    nonRetryableErrorTypes: ['TaskConfigError', 'InvalidEpisodeInput'],
-  },
-});
-const data = proxyActivities<ReturnType<typeof createCampaignDataActivities>>({
-  taskQueue: TASK_QUEUES.orchestrator,
-  startToCloseTimeout: '1 minute',
-  retry: { maximumAttempts: 10 },
-});
+const { runEpisode, runEpisodes } = envActivities;
+const data = dataActivities;
 
 /** Evenly spread held-out seeds of a task (same seeds for every version: comparable curve points). */
 export function heldOutSeeds(task: EvaluateInput['tasks'][number], count: number): number[] {

@@ -5,12 +5,10 @@
  * Reports a compact summary to the campaign by workflow id (so it reaches the campaign's latest run,
  * across continue-as-new).
  */
-import { getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { EnvActivities } from '../activities/env/run-episode';
+import { getExternalWorkflowHandle, log, workflowInfo } from '@temporalio/workflow';
 import type { RunEpisodeResult } from '../activities/env/input';
-import type { createCampaignDataActivities } from '../activities/data/campaign-data';
 import type { GroupSummary, TrajectorySummary } from '../schemas/campaign';
-import { TASK_QUEUES } from '../schemas/task-queues';
+import { envActivities, dataActivities } from './activity-proxies';
 import { groupFinishedSignal } from './messages';
 
 export interface TaskGroupInput {
@@ -39,25 +37,9 @@ export interface TaskGroupInput {
   distinctSeeds?: boolean;
 }
 
-const { runEpisode, runEpisodes } = proxyActivities<EnvActivities>({
-  taskQueue: TASK_QUEUES.env,
-  // An episode is seconds on the browser env, minutes on OSWorld; heartbeats every step catch dead workers fast.
-  startToCloseTimeout: '15 minutes',
-  heartbeatTimeout: '1 minute',
-  retry: {
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
-    maximumAttempts: 5,
-    nonRetryableErrorTypes: ['TaskConfigError', 'InvalidEpisodeInput'],
-  },
-});
+const { runEpisode, runEpisodes } = envActivities;
 
-const data = proxyActivities<ReturnType<typeof createCampaignDataActivities>>({
-  taskQueue: TASK_QUEUES.orchestrator,
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
-});
+const data = dataActivities;
 
 function toSummary(r: RunEpisodeResult, groupId: string): TrajectorySummary {
   return {

@@ -26,7 +26,7 @@ import {
   truncatedIsWeight,
   type LossSample,
 } from '../../algorithms';
-import { createTrainSession, type PolicyTrainSession, type TrainBatch } from '../../policy/session';
+import { createTrainSession, packBatch, type PolicyTrainSession, type TrainBatch } from '../../policy/session';
 import { defaultPolicySpec, numActions, specKey, widenSpec, type PolicySpec } from '../../policy/spec';
 import { cloneWeights } from '../../policy/weights';
 import { LedgerEntrySchema, type LedgerEntry } from '../../schemas/records';
@@ -88,6 +88,14 @@ function invalid(message: string): never {
   throw ApplicationFailure.create({ type: 'InvalidTrainInput', message, nonRetryable: true });
 }
 
+/** Validates an activity input; a bad one is a non-retryable InvalidTrainInput naming the fields. */
+function parseInput<T>(schema: z.ZodType<T>, raw: unknown, what: string): T {
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success)
+    invalid(`invalid ${what} input: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  return parsed.data;
+}
+
 /** NaN/∞ anywhere in the loss or gradients: the step is refused and the previous checkpoint kept. */
 function refuseNonFinite(err: unknown): never {
   if (err instanceof NonFiniteValueError || err instanceof NonFiniteGradientError) {
@@ -111,20 +119,6 @@ function trainSession(spec: PolicySpec, threads: number): Promise<PolicyTrainSes
   return s;
 }
 
-function packRows(spec: PolicySpec, rows: readonly StepSample[]) {
-  const so = rows[0]!.obs.length;
-  const A = numActions(spec);
-  const obs = new Float32Array(rows.length * so);
-  const text = new Float32Array(rows.length * spec.vocabSize);
-  const mask = new Float32Array(rows.length * A);
-  rows.forEach((r, i) => {
-    obs.set(r.obs, i * so);
-    text.set(r.text, i * spec.vocabSize);
-    mask.set(r.mask, i * A);
-  });
-  return { batch: rows.length, obs, text, mask };
-}
-
 /** log π(a_i|s_i) and H_i of every sample under `weights`, in chunks. */
 async function actionLogProbs(
   session: PolicyTrainSession,
@@ -138,7 +132,7 @@ async function actionLogProbs(
   const entropy = new Float64Array(rows.length);
   for (let start = 0; start < rows.length; start += chunk) {
     const part = rows.slice(start, start + chunk);
-    const out = await session.forward(weights, packRows(spec, part));
+    const out = await session.forward(weights, packBatch(spec, part));
     part.forEach((r, i) => {
       logp[start + i] = out.logp[i * A + r.action]!;
       entropy[start + i] = out.entropy[i]!;
@@ -182,12 +176,7 @@ async function findExisting(
 }
 
 export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Promise<TrainStepResult> {
-  const parsed = TrainStepInputSchema.safeParse(raw);
-  if (!parsed.success)
-    invalid(
-      `invalid trainStep input: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`
-    );
-  const input = parsed.data;
+  const input = parseInput(TrainStepInputSchema, raw, 'trainStep');
   const { store } = deps;
   const heartbeat = deps.heartbeat ?? (() => undefined);
   const started = Date.now();
@@ -257,7 +246,7 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
           { selectionMask: mbSelection, normalizer: selectedHere }
         );
         const batch: TrainBatch = {
-          ...packRows(spec, rows),
+          ...packBatch(spec, rows),
           actions: rows.map((r) => r.action),
           g: Float32Array.from(loss.gradLogp),
           entCoef: Float32Array.from(loss.gradEntropy),
@@ -383,12 +372,7 @@ async function commit(
 
 /** Behaviour cloning from demonstrations: minimise −log π(a_demo|s) through the same gradient path. */
 export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneInput): Promise<TrainStepResult> {
-  const parsed = BehaviourCloneInputSchema.safeParse(raw);
-  if (!parsed.success)
-    invalid(
-      `invalid behaviourClone input: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`
-    );
-  const input = parsed.data;
+  const input = parseInput(BehaviourCloneInputSchema, raw, 'behaviourClone');
   const { store } = deps;
   const heartbeat = deps.heartbeat ?? (() => undefined);
   const spec = specForWidth(input.policy.width);
@@ -415,7 +399,7 @@ export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneIn
         const rows = order.slice(start, start + input.minibatchSize).map((i) => samples[i]!);
         const n = rows.length;
         const { logpAction, grads } = await session.gradients(weights, {
-          ...packRows(spec, rows),
+          ...packBatch(spec, rows),
           actions: rows.map((r) => r.action),
           g: new Float32Array(n).fill(-1 / n),
           entCoef: new Float32Array(n),
