@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { CHROMIUM_ARGS } from '../envs/browser/host';
 
 export interface Series {
   name: string;
@@ -140,15 +141,7 @@ export async function writeSvgAsPng(
   const height = Number(size?.[2] ?? 420);
   const browser = await chromium.launch({
     executablePath: chromiumPath,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
+    args: [...CHROMIUM_ARGS],
   });
   try {
     const page = await browser.newPage({ viewport: { width, height } });
