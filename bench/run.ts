@@ -1,11 +1,23 @@
 /** `npm run bench -- <suite> [options]`: benchmarks (not tests); results and charts go to docs/bench/. */
 import { ensureInfra } from '../scripts/ensure-infra';
+import { benchAblation } from './ablation';
 import { benchCharts } from './charts';
+import { benchChaos } from './chaos';
+import { benchEfficiency } from './efficiency';
 import { benchLearning } from './learning';
+import { benchOverhead } from './overhead';
+import { benchQuickstart } from './quickstart';
+import { benchScale } from './scale';
 
 const SUITES: Record<string, (args: string[]) => Promise<void>> = {
   learning: benchLearning,
+  quickstart: benchQuickstart,
+  ablation: benchAblation,
   charts: () => benchCharts(),
+  chaos: benchChaos,
+  efficiency: benchEfficiency,
+  overhead: benchOverhead,
+  scale: benchScale,
 };
 
 async function main(): Promise<void> {

@@ -1,5 +1,9 @@
-/** A campaign's lineage: its checkpoint chain and which trajectories each train step consumed (the ledger). */
+/**
+ * A campaign's lineage: its checkpoint chain, which trajectories each train step consumed (the ledger),
+ * and why the other completed trajectories were not trained on (discard records).
+ */
 import { listCheckpoints } from '../activities/trainer/checkpoints';
+import { DiscardRecordSchema, type DiscardRecord } from '../schemas/discards';
 import { LedgerEntrySchema, type CheckpointManifest, type LedgerEntry } from '../schemas/records';
 import { keys } from '../storage/keys';
 import type { ObjectStore } from '../storage/object-store';
@@ -7,6 +11,8 @@ import type { ObjectStore } from '../storage/object-store';
 export interface Lineage {
   checkpoints: CheckpointManifest[];
   ledger: LedgerEntry[];
+  /** Discard records: completed trajectories not trained on, with the reason (workflows/logic/discards.ts). */
+  discards: DiscardRecord[];
   /** Problems found: broken parent links, trajectories consumed twice, ledger without checkpoint. */
   problems: string[];
 }
@@ -17,6 +23,9 @@ export async function readLineage(store: ObjectStore, campaignId: string): Promi
   for (const key of await store.list(keys.ledgerPrefix(campaignId)))
     ledger.push(await store.getJson(key, LedgerEntrySchema));
   ledger.sort((a, b) => a.trainStep - b.trainStep);
+  const discards: DiscardRecord[] = [];
+  for (const key of await store.list(keys.discardPrefix(campaignId)))
+    discards.push(await store.getJson(key, DiscardRecordSchema));
   const problems: string[] = [];
   const versions = new Set(checkpoints.map((c) => c.version));
   for (const c of checkpoints) {
@@ -34,5 +43,10 @@ export async function readLineage(store: ObjectStore, campaignId: string): Promi
       seen.set(t.trajectoryId, e.trainStep);
     }
   }
-  return { checkpoints, ledger, problems };
+  const lost = new Set(
+    discards.flatMap((d) => d.trajectories.filter((t) => t.reason === 'lost-infra').map((t) => t.trajectoryId))
+  );
+  for (const id of seen.keys())
+    if (lost.has(id)) problems.push(`trajectory ${id} was lost to an infrastructure failure but trained on`);
+  return { checkpoints, ledger, discards, problems };
 }

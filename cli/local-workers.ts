@@ -19,6 +19,10 @@ export interface LocalWorkersOptions {
   envSlots?: number;
   envKind?: 'browser' | 'simulated' | 'remote';
   simulatedProfile?: string;
+  /** Simulated env latency multiplier (DARTFLOW_ENV_TIME_SCALE; CampaignConfig env.simulatedTimeScale). */
+  simulatedTimeScale?: number;
+  /** Simulated env: success probability of the bernoulli reward model (DARTFLOW_ENV_BERNOULLI_REWARD). */
+  simulatedBernoulliReward?: number;
   policyServers?: number;
   policyBasePort?: number;
   /** Extra environment for every child. */
@@ -77,6 +81,12 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
           DARTFLOW_ENV_KIND: opts.envKind ?? 'browser',
           DARTFLOW_ENV_SLOTS: String(opts.envSlots ?? 4),
           ...(opts.simulatedProfile ? { DARTFLOW_ENV_PROFILE: opts.simulatedProfile } : {}),
+          ...(opts.simulatedTimeScale !== undefined
+            ? { DARTFLOW_ENV_TIME_SCALE: String(opts.simulatedTimeScale) }
+            : {}),
+          ...(opts.simulatedBernoulliReward !== undefined
+            ? { DARTFLOW_ENV_BERNOULLI_REWARD: String(opts.simulatedBernoulliReward) }
+            : {}),
         },
       });
     }

@@ -11,7 +11,8 @@ import { Client, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } fro
 import { loadInfraSettings, type InfraSettings } from '../infra/settings';
 import { connectClient } from '../infra/temporal-connection';
 import type { CampaignStatus, TaskStats } from '../schemas/campaign';
-import { CampaignConfigSchema, type CampaignConfig, type CampaignConfigInput } from '../schemas/config';
+import { parseCampaignConfig } from '../config/load';
+import type { CampaignConfig, CampaignConfigInput } from '../schemas/config';
 import { SEARCH_ATTRIBUTES } from '../schemas/search-attributes';
 import { TASK_QUEUES } from '../schemas/task-queues';
 import { campaignWorkflow, type CampaignResult } from '../workflows/campaign';
@@ -97,7 +98,8 @@ export class DartflowClient {
     config: CampaignConfigInput,
     opts: { continueAsNewAfterIterations?: number } = {}
   ): Promise<CampaignHandle> {
-    const parsed: CampaignConfig = CampaignConfigSchema.parse(config);
+    // A bad value is a ConfigError naming the field, the value and what is allowed; nothing is started.
+    const parsed: CampaignConfig = parseCampaignConfig(config, 'startCampaign config');
     const id = parsed.campaign.id;
     try {
       const handle = await this.temporal.workflow.start(campaignWorkflow, {

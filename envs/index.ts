@@ -3,7 +3,7 @@ export * from './errors';
 export { SlotPool } from './slot-pool';
 export { BrowserEnv } from './browser/browser-env';
 export { BrowserEnvPool } from './browser/pool';
-export { BrowserHost, CHROMIUM_ARGS } from './browser/host';
+export { BrowserHost, CHROMIUM_ARGS, NETWORK_LOCKDOWN_ARGS } from './browser/host';
 export {
   SimulatedEnv,
   SimulatedEnvPool,

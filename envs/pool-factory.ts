@@ -9,6 +9,8 @@ import { RemoteEnvPool } from './remote/client';
 import { SimulatedEnvPool, SIM_PROFILES } from './simulated';
 import type { EnvPool } from './types';
 
+const prob = z.number().min(0).max(1);
+
 export const EnvPoolConfigSchema = z.discriminatedUnion('kind', [
   z.object({
     kind: z.literal('browser'),
@@ -20,6 +22,10 @@ export const EnvPoolConfigSchema = z.discriminatedUnion('kind', [
     slots: z.number().int().min(1).max(10_000).default(64),
     profile: z.enum(Object.keys(SIM_PROFILES) as [string, ...string[]]).default('fast'),
     seed: z.number().int().default(1),
+    /** Multiplies every latency of the profile (CampaignConfig env.simulatedTimeScale). */
+    timeScale: z.number().positive().max(1000).default(1),
+    /** Success probability of the `bernoulli` reward model (throughput benchmarks); absent = the `path` model. */
+    bernoulliReward: prob.optional(),
   }),
   z.object({
     kind: z.literal('remote'),
@@ -40,20 +46,35 @@ export function createEnvPool(config: EnvPoolConfig): EnvPool {
     case 'simulated': {
       const profile = SIM_PROFILES[c.profile];
       if (!profile) throw new Error(`unknown simulated profile ${c.profile}`);
-      return new SimulatedEnvPool({ slots: c.slots, profile, seed: c.seed });
+      return new SimulatedEnvPool({
+        slots: c.slots,
+        profile,
+        seed: c.seed,
+        timeScale: c.timeScale,
+        ...(c.bernoulliReward !== undefined ? { rewardModel: { kind: 'bernoulli', p: c.bernoulliReward } } : {}),
+      });
     }
     case 'remote':
       return new RemoteEnvPool({ slots: c.slots, baseUrl: c.url, ...(c.token ? { token: c.token } : {}) });
   }
 }
 
-/** Pool config from environment variables (DARTFLOW_ENV_KIND, _SLOTS, _PROFILE, _URL, _TOKEN). */
+/**
+ * Pool config from environment variables (DARTFLOW_ENV_KIND, _SLOTS, _PROFILE, _TIME_SCALE,
+ * _BERNOULLI_REWARD, _URL, _TOKEN).
+ */
 export function envPoolConfigFromEnv(env: NodeJS.ProcessEnv = process.env): EnvPoolConfig {
   const kind = env.DARTFLOW_ENV_KIND ?? 'browser';
   const slots = env.DARTFLOW_ENV_SLOTS ? Number(env.DARTFLOW_ENV_SLOTS) : undefined;
   const base = { ...(slots !== undefined ? { slots } : {}) };
   if (kind === 'simulated')
-    return { kind, ...base, ...(env.DARTFLOW_ENV_PROFILE ? { profile: env.DARTFLOW_ENV_PROFILE } : {}) };
+    return {
+      kind,
+      ...base,
+      ...(env.DARTFLOW_ENV_PROFILE ? { profile: env.DARTFLOW_ENV_PROFILE } : {}),
+      ...(env.DARTFLOW_ENV_TIME_SCALE ? { timeScale: Number(env.DARTFLOW_ENV_TIME_SCALE) } : {}),
+      ...(env.DARTFLOW_ENV_BERNOULLI_REWARD ? { bernoulliReward: Number(env.DARTFLOW_ENV_BERNOULLI_REWARD) } : {}),
+    };
   if (kind === 'remote')
     return {
       kind,

@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
 import { temporal } from '@temporalio/proto';
 import { SEARCH_ATTRIBUTE_CLI_TYPES } from '../schemas/search-attributes';
 import type { InfraSettings } from './settings';
@@ -56,7 +57,9 @@ export function recordedPid(settings: InfraSettings, name: string, expectInCmdli
 export async function temporalHealthy(address: string, timeoutMs = 2000): Promise<boolean> {
   let connection: Connection | undefined;
   try {
-    connection = await Connection.connect({ address, connectTimeout: timeoutMs });
+    // No retry interceptor: a probe wants one answer, and the default interceptor's retry timer can fire
+    // after close() (while the server is down or starting), throwing "Channel has been shut down" uncaught.
+    connection = await Connection.connect({ address, connectTimeout: timeoutMs, interceptors: [] });
     await connection.workflowService.getSystemInfo({});
     return true;
   } catch {
@@ -154,9 +157,55 @@ export async function startTemporalDevServer(
     ...Object.entries(SEARCH_ATTRIBUTE_CLI_TYPES).flatMap(([k, t]) => ['--search-attribute', `${k}=${t}`]),
     ...(opts.extraArgs ?? []),
   ];
-  const { pid, logFile } = spawnDaemon(settings, name, cli, args, process.env);
-  await waitUntil(`Temporal dev server on ${address}`, () => temporalHealthy(address), 60_000, logFile);
-  return { name: 'temporal', pid, reused: false, external: false };
+  // The dev server picks free ports for its internal services itself; another process can take one
+  // between its pick and its bind ("address already in use", the process exits). Such a start is retried.
+  for (let attempt = 1; ; attempt++) {
+    const logBefore = fileSize(path.join(logDir(settings), `${name}.log`));
+    const { pid, logFile } = spawnDaemon(settings, name, cli, args, process.env);
+    try {
+      await waitUntil(
+        `Temporal dev server on ${address}`,
+        async () => {
+          if (await temporalHealthy(address)) return true;
+          if (!processAlive(pid)) throw new Error(`Temporal dev server (pid ${pid}) exited during start-up`);
+          return false;
+        },
+        60_000
+      );
+      return { name: 'temporal', pid, reused: false, external: false };
+    } catch (err) {
+      const newLog = readFrom(logFile, logBefore);
+      if (attempt < 3 && !processAlive(pid) && /address already in use/.test(newLog)) continue;
+      const tail = newLog.split('\n').slice(-15).join('\n');
+      throw new Error(`${err instanceof Error ? err.message : String(err)}\nLast log lines (${logFile}):\n${tail}`);
+    }
+  }
+}
+
+function fileSize(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+function readFrom(file: string, offset: number): string {
+  try {
+    return fs.readFileSync(file).subarray(offset).toString('utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** Alive and not a zombie (a detached child that exited may linger as one until reaped). */
+function processAlive(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) Z/.test(stat);
+  } catch {
+    return false;
+  }
 }
 
 /** Makes sure dartflow's search attributes exist in the namespace (idempotent; also for external clusters). */
@@ -182,6 +231,33 @@ export async function registerSearchAttributes(settings: InfraSettings): Promise
     }
   } finally {
     await client.connection.close();
+  }
+}
+
+/**
+ * Registers `namespace` (1-day retention) with dartflow's search attributes and returns settings that use
+ * it: tests and benchmarks run each campaign in a namespace of its own. A new namespace takes a moment to
+ * exist, so registering its search attributes is retried for up to 30 s.
+ */
+export async function registerScratchNamespace(base: InfraSettings, namespace: string): Promise<InfraSettings> {
+  const admin = await connectClient(base);
+  try {
+    await admin.connection.workflowService.registerNamespace({
+      namespace,
+      workflowExecutionRetentionPeriod: msToTs('1 day'),
+    });
+  } finally {
+    await admin.connection.close();
+  }
+  const settings: InfraSettings = { ...base, temporal: { ...base.temporal, namespace } };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await registerSearchAttributes(settings);
+      return settings;
+    } catch (err) {
+      if (attempt >= 60) throw err;
+      await sleep(500);
+    }
   }
 }
 

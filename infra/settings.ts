@@ -9,7 +9,11 @@ import { z } from 'zod';
 
 export const PROJECT_ROOT = path.resolve(__dirname, '..');
 
-/** Dev-only MinIO credentials used when none are given; documented in README ("Configuration"). */
+/**
+ * Dev-only credentials of the embedded local MinIO (bound to 127.0.0.1, data under .data/minio), used
+ * when none are given; documented in README ("Configuration"). Never used for an S3_ENDPOINT: an external
+ * endpoint without S3_ACCESS_KEY/S3_SECRET_KEY (or *_FILE) is a configuration error.
+ */
 export const DEV_MINIO_USER = 'dartflow';
 export const DEV_MINIO_PASSWORD = 'dartflow-dev-secret';
 
@@ -84,6 +88,15 @@ export function loadInfraSettings(env: NodeJS.ProcessEnv = process.env): InfraSe
   const minioPort = env.DARTFLOW_MINIO_PORT ?? '9000';
   const consolePort = env.DARTFLOW_MINIO_CONSOLE_PORT ?? String(Number(minioPort) + 1);
   const s3External = Boolean(env.S3_ENDPOINT);
+  const accessKey = readFileVar(env, 'S3_ACCESS_KEY') ?? readFileVar(env, 'MINIO_ROOT_USER');
+  const secretKey = readFileVar(env, 'S3_SECRET_KEY') ?? readFileVar(env, 'MINIO_ROOT_PASSWORD');
+  if (s3External && (!accessKey || !secretKey)) {
+    throw new Error(
+      `S3_ENDPOINT=${env.S3_ENDPOINT} is set but ${!accessKey ? 'S3_ACCESS_KEY' : 'S3_SECRET_KEY'} is not: ` +
+        'set S3_ACCESS_KEY and S3_SECRET_KEY, or S3_ACCESS_KEY_FILE and S3_SECRET_KEY_FILE (paths to files ' +
+        "holding them). dartflow's development credentials are only for the local MinIO it starts itself."
+    );
+  }
   const tlsCert = env.TEMPORAL_TLS_CERT_PATH;
   const tlsKey = env.TEMPORAL_TLS_KEY_PATH;
   const raw = {
@@ -109,8 +122,8 @@ export function loadInfraSettings(env: NodeJS.ProcessEnv = process.env): InfraSe
     s3: {
       external: s3External,
       endpoint: env.S3_ENDPOINT ?? `http://127.0.0.1:${minioPort}`,
-      accessKey: readFileVar(env, 'S3_ACCESS_KEY') ?? readFileVar(env, 'MINIO_ROOT_USER') ?? DEV_MINIO_USER,
-      secretKey: readFileVar(env, 'S3_SECRET_KEY') ?? readFileVar(env, 'MINIO_ROOT_PASSWORD') ?? DEV_MINIO_PASSWORD,
+      accessKey: accessKey ?? DEV_MINIO_USER,
+      secretKey: secretKey ?? DEV_MINIO_PASSWORD,
       bucket: env.S3_BUCKET ?? 'dartflow',
       region: env.S3_REGION ?? 'us-east-1',
       port: minioPort,

@@ -28,6 +28,8 @@ export const GroupSummarySchema = z.object({
   trajectories: z.array(TrajectorySummarySchema),
   /** Episodes lost to infrastructure failures after all retries (reported, not trained on). */
   infraFailures: z.number().int().nonnegative(),
+  /** Their trajectory ids (recorded as discards, so an attempt's leftover record is accounted for). */
+  lostTrajectoryIds: z.array(z.string()).optional(),
   startedAt: z.number(),
   endedAt: z.number(),
 });

@@ -50,7 +50,11 @@ export const RolloutSchema = z
       .default(0)
       .describe('Steps added to the longest success [§4.7: unknown, 0].'),
     temperature: z.number().positive().max(10).default(1.0).describe('Sampling temperature [§4.4: 1.0].'),
-    envConcurrency: posInt.default(4).describe('Episodes in flight at once (total env slots to keep busy).'),
+    envConcurrency: posInt
+      .default(4)
+      .describe(
+        "Episodes in flight at once, running or queued in the env workers' slot pools. A task group holds its n episodes until its slowest one ends, so 3–4× the total env slots keeps every slot busy (docs/benchmarks.md, efficiency)."
+      ),
   })
   .describe('Rollout scheduling and DART dynamic rollout number / trajectory length.');
 
@@ -110,6 +114,13 @@ export const TrainerSchema = z
     maxGroups: posInt.default(8).describe('Most groups per train step [§3.4: train_batch_size_max 8].'),
     minibatchSize: posInt.default(64).describe('Step samples per gradient computation (heartbeat per minibatch).'),
     epochs: posInt.default(1).describe('Passes over a batch per train step [§4.1: ppo_epochs 1].'),
+    simulatedStepSeconds: z
+      .number()
+      .nonnegative()
+      .default(0)
+      .describe(
+        'Benchmarks only: after the real train step ran, the trainer waits until the step took this long × env.simulatedTimeScale (a DART-sized trainer: ≥ 300 s between checkpoints [§4.9]); 0 = off.'
+      ),
   })
   .describe('Step-wise GRPO trainer.');
 
@@ -141,7 +152,18 @@ export const EnvSchema = z
     workers: posInt.default(1).describe('Env worker processes started by `dartflow workers`.'),
     slotsPerWorker: posInt.default(4).describe('Envs (browser contexts) per env worker.'),
     remoteEndpoint: z.url().optional().describe('Env server URL when kind = remote.'),
-    simulatedProfile: z.enum(['fast', 'osworld']).default('fast').describe('Latency profile of the simulated env.'),
+    simulatedProfile: z
+      .enum(['fast', 'browser', 'osworld'])
+      .default('fast')
+      .describe('Latency profile of the simulated env (envs/simulated.ts SIM_PROFILES).'),
+    simulatedTimeScale: z
+      .number()
+      .positive()
+      .max(1000)
+      .default(1)
+      .describe(
+        'Multiplies every simulated env latency (0.1 runs the OSWorld profile 10× faster, same shape); env workers read it as DARTFLOW_ENV_TIME_SCALE; the campaign scales trainer.simulatedStepSeconds by it too.'
+      ),
   })
   .describe('The env cluster.');
 

@@ -50,6 +50,33 @@ export const StepRecordSchema = z.object({
 });
 export type StepRecord = z.infer<typeof StepRecordSchema>;
 
+/**
+ * Where an episode's time went, measured inside the env activity (benchmarks: env utilization and
+ * orchestration overhead). Absolute times are ms since the epoch on the env worker's clock.
+ */
+export const EpisodeTimingSchema = z.object({
+  /** The activity started working on this episode (before waiting for an env slot). */
+  queuedAt: z.number(),
+  /** An env slot was leased. */
+  acquiredAt: z.number(),
+  /** Env operations (reset, step, observe, evaluate) as [start, end] pairs; back-to-back ones merged. */
+  envIntervals: z.array(z.tuple([z.number(), z.number()])),
+  /** Sum of env operation durations. */
+  envMs: z.number().nonnegative(),
+  /** Policy time: creating the episode policy plus every act() call. */
+  actMs: z.number().nonnegative(),
+  actCalls: z.number().int().nonnegative(),
+  /** Waiting for the screenshot uploads still running when the episode ended (they overlap acting otherwise). */
+  uploadWaitMs: z.number().nonnegative(),
+  /** The steps.jsonl put (the manifest put after it is not in its own record). */
+  stepsWriteMs: z.number().nonnegative(),
+  /** The steps.jsonl put overlapped the upload wait (uploadWaitMs covers both); else it followed it. */
+  writesParallel: z.boolean().optional(),
+  /** Trajectory writes started (the episode's env and policy work was over). */
+  writeStartedAt: z.number(),
+});
+export type EpisodeTiming = z.infer<typeof EpisodeTimingSchema>;
+
 /** A finished trajectory (DART's rollout_run row). Steps live in a separate JSONL object. */
 export const TrajectoryManifestSchema = z.object({
   schemaVersion: z.literal(1),
@@ -77,6 +104,8 @@ export const TrajectoryManifestSchema = z.object({
   envKind: z.string(),
   createdAt: z.number(),
   error: z.string().optional(),
+  /** Where the episode's time went (absent in records written before it existed). */
+  timing: EpisodeTimingSchema.optional(),
 });
 export type TrajectoryManifest = z.infer<typeof TrajectoryManifestSchema>;
 
@@ -117,8 +146,21 @@ export const LedgerEntrySchema = z.object({
       })
     )
     .min(1),
+  /** Groups of the batch left out because an object of theirs was deleted or corrupt in MinIO. */
+  skipped: z
+    .array(
+      z.object({
+        groupId: z.string().min(1),
+        trajectoryId: z.string(),
+        key: z.string().min(1),
+        reason: z.string(),
+      })
+    )
+    .optional(),
   isWeight: z.object({ mean: finite, min: finite, truncatedFraction: finite }),
   metrics: z.record(z.string(), finite).default({}),
+  /** When the trainer started this step (createdAt is when it committed): trainer utilization. */
+  startedAt: z.number().optional(),
   createdAt: z.number(),
 });
 export type LedgerEntry = z.infer<typeof LedgerEntrySchema>;

@@ -38,6 +38,9 @@ export const keys = {
     `campaigns/${safeSegment(campaignId, 'campaignId')}/pool/${taskId ? `${safeSegment(taskId, 'taskId')}/` : ''}`,
   campaignState: (campaignId: string, name: string) =>
     `campaigns/${safeSegment(campaignId, 'campaignId')}/state/${safeSegment(name, 'state name')}.json`,
+  discardRecord: (campaignId: string, groupId: string, event: string) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/discards/${safeSegment(groupId, 'groupId')}-${safeSegment(event, 'event')}.json`,
+  discardPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/discards/`,
   evalPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/evals/`,
   model: (specHash: string, graph: 'forward' | 'train') => `models/${safeSegment(specHash, 'specHash')}/${graph}.onnx`,
 };

@@ -25,6 +25,9 @@ import { keys } from './keys';
 const SHA_META = 'x-amz-meta-sha256';
 export const sha256Hex = (data: Uint8Array | string): string => createHash('sha256').update(data).digest('hex');
 
+/** Screenshot keys remembered as present per store (then forgotten all at once: a bounded set). */
+const KNOWN_SCREENSHOTS_MAX = 50_000;
+
 /** Parts of at least 16 MiB keep multipart uploads of checkpoints to a few round trips. */
 const PART_SIZE = 16 * 1024 * 1024;
 
@@ -53,7 +56,14 @@ class HashingCounter extends Transform {
   }
 }
 
+/** The bytes putJsonLines stores (each row validated first): to know an object's sha256 before writing it. */
+export function serializeJsonLines<T>(rows: T[], schema?: z.ZodType<T>): Buffer {
+  return Buffer.from(rows.map((r) => JSON.stringify(schema ? schema.parse(r) : r)).join('\n'));
+}
+
 export class ObjectStore {
+  private readonly knownScreenshots = new Set<string>();
+
   constructor(
     readonly client: Minio.Client,
     readonly bucket: string,
@@ -177,8 +187,7 @@ export class ObjectStore {
 
   /** JSON Lines: one record per line (trajectory steps). */
   async putJsonLines<T>(key: string, rows: T[], schema?: z.ZodType<T>): Promise<ObjectRef> {
-    const body = rows.map((r) => JSON.stringify(schema ? schema.parse(r) : r)).join('\n');
-    return this.putBytes(key, Buffer.from(body), 'application/x-ndjson');
+    return this.putBytes(key, serializeJsonLines(rows, schema), 'application/x-ndjson');
   }
 
   async getJsonLines<T>(key: string, schema: z.ZodType<T>, expectedSha256?: string): Promise<T[]> {
@@ -210,7 +219,12 @@ export class ObjectStore {
       throw new Error('putScreenshot: data is not a PNG');
     const sha256 = sha256Hex(png);
     const key = keys.screenshot(sha256);
-    if (!(await this.exists(key))) await this.putBytes(key, png, 'image/png');
+    // Screenshots this store already wrote or saw need no round trip (episodes repeat frames a lot).
+    if (!this.knownScreenshots.has(key)) {
+      if (!(await this.exists(key))) await this.putBytes(key, png, 'image/png');
+      if (this.knownScreenshots.size >= KNOWN_SCREENSHOTS_MAX) this.knownScreenshots.clear();
+      this.knownScreenshots.add(key);
+    }
     return { bucket: this.bucket, key, sha256, bytes: png.byteLength };
   }
 

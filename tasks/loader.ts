@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
+import { formatBytes, payloadBytes } from '../schemas/payload-limits';
 import { TaskConfigError } from './errors';
 import { SuiteSchema, TaskSpecSchema, type Split, type Suite, type TaskSpec } from './schema';
 
@@ -26,11 +27,28 @@ export function parseWith<T>(schema: z.ZodType<T>, raw: unknown, file: string): 
   throw new TaskConfigError(`${file}: ${all}`, file, field);
 }
 
+/**
+ * Largest task or suite file accepted. A task travels in every episode's Temporal payload (2 MiB limit),
+ * so an oversized one is refused here, by name, before it is read, parsed or sent anywhere.
+ */
+export const MAX_TASK_FILE_BYTES = 256 * 1024;
+
+function tooLarge(file: string, bytes: number): TaskConfigError {
+  return new TaskConfigError(
+    `${file}: ${formatBytes(bytes)} is over the ${formatBytes(MAX_TASK_FILE_BYTES)} limit for a task file ` +
+      '(tasks travel in every episode payload; keep large assets out of the task JSON and reference them instead)',
+    file
+  );
+}
+
 function readJson(file: string): unknown {
   let text: string;
   try {
+    const size = fs.statSync(file).size;
+    if (size > MAX_TASK_FILE_BYTES) throw tooLarge(file, size);
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
+    if (err instanceof TaskConfigError) throw err;
     throw new TaskConfigError(`${file}: cannot read (${(err as Error).message})`, file);
   }
   try {
@@ -41,6 +59,8 @@ function readJson(file: string): unknown {
 }
 
 export function parseTaskSpec(raw: unknown, file = '<inline task>'): TaskSpec {
+  const bytes = payloadBytes(raw);
+  if (bytes > MAX_TASK_FILE_BYTES) throw tooLarge(file, bytes);
   return parseWith(TaskSpecSchema, raw, file);
 }
 

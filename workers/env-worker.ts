@@ -13,7 +13,8 @@ import { createEnvPool, envPoolConfigFromEnv, type EnvPoolConfig } from '../envs
 import type { EnvPool } from '../envs/types';
 import { exitWithParent } from '../infra/parent-watch';
 import { loadInfraSettings, type InfraSettings } from '../infra/settings';
-import { connectWorker } from '../infra/temporal-connection';
+import { payloadGuardInterceptors } from '../infra/payload-guard';
+import { connectWorker, retryStartup } from '../infra/temporal-connection';
 import { installQuietRuntime } from '../infra/runtime';
 import { rolloutPolicyFactories } from '../rollout/factories';
 import { TASK_QUEUES } from '../schemas/task-queues';
@@ -44,7 +45,7 @@ export async function createEnvWorker(opts: EnvWorkerOptions = {}): Promise<EnvW
   installQuietRuntime();
   const settings = opts.settings ?? loadInfraSettings();
   const store = opts.store ?? ObjectStore.fromSettings(settings);
-  await store.ensureBucket();
+  await retryStartup(`reaching object storage at ${store.endpoint}`, () => store.ensureBucket());
   const pool = opts.pool ?? createEnvPool(opts.poolConfig ?? envPoolConfigFromEnv());
   const connection = await connectWorker(settings);
   const worker = await Worker.create({
@@ -58,6 +59,7 @@ export async function createEnvWorker(opts: EnvWorkerOptions = {}): Promise<EnvW
       policies: { ...builtinPolicies(), ...rolloutPolicyFactories({ dataDir: settings.dataDir }), ...opts.policies },
     }),
     maxConcurrentActivityTaskExecutions: pool.slots,
+    interceptors: payloadGuardInterceptors(),
     // An episode in flight finishes on SIGTERM (a kill -9 is covered by retries on a fresh env).
     shutdownGraceTime: '1 minute',
   });

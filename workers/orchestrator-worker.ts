@@ -10,7 +10,8 @@ import { ensureInitialCheckpoint } from '../activities/trainer/checkpoints';
 import { specForWidth } from '../activities/trainer/train-step';
 import { installQuietRuntime } from '../infra/runtime';
 import type { InfraSettings } from '../infra/settings';
-import { connectWorker } from '../infra/temporal-connection';
+import { payloadGuardInterceptors } from '../infra/payload-guard';
+import { connectWorker, retryStartup } from '../infra/temporal-connection';
 import { TASK_QUEUES } from '../schemas/task-queues';
 import { ObjectStore } from '../storage/object-store';
 import { runWorkerMain } from './run-worker';
@@ -33,7 +34,7 @@ export async function createOrchestratorWorker(
 ): Promise<Worker> {
   installQuietRuntime();
   const store = ObjectStore.fromSettings(settings);
-  await store.ensureBucket();
+  await retryStartup(`reaching object storage at ${store.endpoint}`, () => store.ensureBucket());
   const connection = await connectWorker(settings);
   return Worker.create({
     connection,
@@ -41,6 +42,7 @@ export async function createOrchestratorWorker(
     taskQueue: TASK_QUEUES.orchestrator,
     workflowsPath: require.resolve('../workflows'),
     activities: createOrchestratorActivities(store),
+    interceptors: payloadGuardInterceptors({ workflows: true }),
     // Activities here are short data-manager calls; in-flight ones finish on SIGTERM.
     shutdownGraceTime: '30 seconds',
     ...overrides,

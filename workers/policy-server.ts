@@ -14,11 +14,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
-import { keepAnnouncing } from '../activities/data/policy-registry';
+import { announcePolicyServer, keepAnnouncing, readPolicyServerRegistration } from '../activities/data/policy-registry';
 import { createPolicyActivities } from '../activities/policy';
 import { installQuietRuntime } from '../infra/runtime';
 import { exitWithParent } from '../infra/parent-watch';
 import { loadInfraSettings, type InfraSettings } from '../infra/settings';
+import { payloadGuardInterceptors } from '../infra/payload-guard';
 import { connectWorker } from '../infra/temporal-connection';
 import { defaultPolicySpec, validateSpec, type PolicySpec } from '../policy/spec';
 import { latestCheckpointVersion } from '../rollout/checkpoint';
@@ -26,6 +27,7 @@ import { PolicyEngine } from '../rollout/engine';
 import { startPolicyHttpServer, type RunningPolicyServer } from '../rollout/policy-server';
 import { resolvePolicyToken } from '../rollout/token';
 import { policyQueue } from '../schemas/task-queues';
+import { StorageUnavailableError } from '../storage/errors';
 import { ObjectStore } from '../storage/object-store';
 
 export interface PolicyServerOptions {
@@ -43,6 +45,12 @@ export interface PolicyServerOptions {
   preprocessThreads?: number;
   /** Load this checkpoint before serving ('latest' = highest version in the store; skipped if none). */
   initial?: { campaignId: string; version: number | 'latest' };
+  /**
+   * Without `initial`: reload the campaign and version this server id announced last (it crashed or was
+   * restarted), so it answers at once instead of failing every act until the next model rollout.
+   * Retried in the background while MinIO is unreachable. Default true when announcing.
+   */
+  recoverServed?: boolean;
   /**
    * Announce URL and served version in the store's registry every few seconds (campaigns discover
    * servers there; activities/data/policy-registry.ts). Default true.
@@ -96,15 +104,26 @@ export async function startPolicyServer(opts: PolicyServerOptions): Promise<Poli
   });
   const taskQueue = opts.taskQueue ?? policyQueue(opts.serverId);
   let worker: Worker;
+  // Set once announcing starts: a reload is announced before reloadPolicy returns, so the registration
+  // always names the served version (what a restarted server recovers).
+  let announceNow: (() => Promise<void>) | undefined;
+  const activities = createPolicyActivities({ engine, url: opts.advertiseUrl ?? http.url });
+  const reloadPolicy = activities.reloadPolicy;
+  activities.reloadPolicy = async (input) => {
+    const result = await reloadPolicy(input);
+    await announceNow?.().catch(() => undefined);
+    return result;
+  };
   try {
     const connection = await connectWorker(opts.settings);
     worker = await Worker.create({
       connection,
       namespace: opts.settings.temporal.namespace,
       taskQueue,
-      activities: createPolicyActivities({ engine, url: opts.advertiseUrl ?? http.url }),
+      activities,
       // Reloads serialize inside the engine; the second slot keeps policyHealth answerable during one.
       maxConcurrentActivityTaskExecutions: 2,
+      interceptors: payloadGuardInterceptors(),
       shutdownGraceTime: '30 seconds',
       ...opts.workerOverrides,
     });
@@ -115,13 +134,36 @@ export async function startPolicyServer(opts: PolicyServerOptions): Promise<Poli
   }
   const running = worker.run();
   const url = opts.advertiseUrl ?? http.url;
-  const stopAnnouncing =
-    opts.announce === false
-      ? async () => undefined
-      : keepAnnouncing(store, () => {
-          const v = engine.served?.version;
-          return { serverId: opts.serverId, url, ...(v !== undefined ? { version: v } : {}) };
-        });
+  let stopped = false;
+  // While a crashed predecessor's model is being reloaded, keep announcing it (so a second crash in the
+  // meantime does not lose what to recover).
+  let recovering: { campaignId: string; version: number } | undefined;
+  const current = () => {
+    const served = engine.served ?? recovering;
+    return {
+      serverId: opts.serverId,
+      url,
+      ...(served ? { version: served.version, campaignId: served.campaignId } : {}),
+    };
+  };
+  const announce = () => {
+    announceNow = () => announcePolicyServer(store, current());
+    return keepAnnouncing(store, current);
+  };
+  let stopAnnouncing: () => Promise<void> = async () => undefined;
+  if (opts.announce !== false) {
+    if (!opts.initial && opts.recoverServed !== false) {
+      // Read the previous registration before the first announcement overwrites it, then announce at once
+      // and reload in the background.
+      void (async () => {
+        recovering = await readPreviousRegistration(opts.serverId, store, () => stopped);
+        if (stopped) return;
+        stopAnnouncing = announce();
+        if (recovering) await recoverServedModel(opts.serverId, engine, recovering);
+        recovering = undefined;
+      })();
+    } else stopAnnouncing = announce();
+  }
   let stopping: Promise<void> | undefined;
   return {
     serverId: opts.serverId,
@@ -133,6 +175,7 @@ export async function startPolicyServer(opts: PolicyServerOptions): Promise<Poli
     running,
     shutdown() {
       stopping ??= (async () => {
+        stopped = true;
         await stopAnnouncing().catch(() => undefined);
         if (worker.getState() === 'RUNNING') worker.shutdown();
         await running.catch(() => undefined);
@@ -142,6 +185,53 @@ export async function startPolicyServer(opts: PolicyServerOptions): Promise<Poli
       return stopping;
     },
   };
+}
+
+/** What this server id announced last (campaign and version it served), retried while MinIO is unreachable. */
+async function readPreviousRegistration(
+  serverId: string,
+  store: ObjectStore,
+  isStopped: () => boolean
+): Promise<{ campaignId: string; version: number } | undefined> {
+  for (let attempt = 0; !isStopped(); attempt++) {
+    try {
+      const reg = await readPolicyServerRegistration(store, serverId);
+      return reg?.campaignId && reg.version !== undefined
+        ? { campaignId: reg.campaignId, version: reg.version }
+        : undefined;
+    } catch (err) {
+      if (!(err instanceof StorageUnavailableError) || attempt >= 60) {
+        console.warn(`[policy-server ${serverId}] could not read its previous registration: ${String(err)}`);
+        return undefined;
+      }
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
+  return undefined;
+}
+
+/** Reloads the predecessor's model, unless a reloadPolicy got there first (never swap an older version over it). */
+async function recoverServedModel(
+  serverId: string,
+  engine: PolicyEngine,
+  target: { campaignId: string; version: number }
+): Promise<void> {
+  for (let attempt = 0; attempt < 60; attempt++) {
+    if (engine.served || engine.health().loading) return;
+    try {
+      await engine.reload(target.campaignId, target.version);
+      console.log(
+        `[policy-server ${serverId}] recovered ${target.campaignId} v${target.version} from its registration`
+      );
+      return;
+    } catch (err) {
+      if (!(err instanceof StorageUnavailableError)) {
+        console.warn(`[policy-server ${serverId}] could not recover the served model: ${String(err)}`);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
 }
 
 function readSpec(file: string | undefined): PolicySpec {

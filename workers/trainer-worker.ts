@@ -7,7 +7,8 @@ import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { createTrainerActivities } from '../activities/trainer/train-step';
 import { installQuietRuntime } from '../infra/runtime';
 import type { InfraSettings } from '../infra/settings';
-import { connectWorker } from '../infra/temporal-connection';
+import { payloadGuardInterceptors } from '../infra/payload-guard';
+import { connectWorker, retryStartup } from '../infra/temporal-connection';
 import { TASK_QUEUES } from '../schemas/task-queues';
 import { ObjectStore } from '../storage/object-store';
 import { runWorkerMain } from './run-worker';
@@ -18,7 +19,7 @@ export async function createTrainerWorker(
 ): Promise<Worker> {
   installQuietRuntime();
   const store = ObjectStore.fromSettings(settings);
-  await store.ensureBucket();
+  await retryStartup(`reaching object storage at ${store.endpoint}`, () => store.ensureBucket());
   const connection = await connectWorker(settings);
   const threads = Number(process.env.DARTFLOW_TRAINER_THREADS ?? 1);
   return Worker.create({
@@ -27,6 +28,7 @@ export async function createTrainerWorker(
     taskQueue: TASK_QUEUES.trainer,
     activities: createTrainerActivities({ store, threads }),
     maxConcurrentActivityTaskExecutions: 1,
+    interceptors: payloadGuardInterceptors(),
     // Let an in-flight step finish on SIGTERM; a kill -9 is covered by the step's idempotency.
     shutdownGraceTime: '2 minutes',
     ...overrides,

@@ -16,6 +16,7 @@ import {
   executeChild,
   log,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -32,6 +33,7 @@ import { TASK_QUEUES } from '../schemas/task-queues';
 import { dataActivities } from './activity-proxies';
 import type { EvalPoint, GroupSummary, PolicyEndpoint } from '../schemas/campaign';
 import { applyLiveOverrides } from './logic/live-config';
+import { batchDiscards, failedStepDiscards, groupDiscards, lostDiscards, type DiscardEntry } from './logic/discards';
 import {
   campaignStatus,
   initialCampaignState,
@@ -42,6 +44,7 @@ import {
   recordGroup,
   selectTrainBatch,
   shouldStop,
+  simulatedTrainStepMs,
   takeFromBuffer,
   type CampaignState,
   type GroupPlan,
@@ -96,9 +99,10 @@ const setup = proxyActivities<ReturnType<typeof createCampaignSetupActivities>>(
 const data = dataActivities;
 const trainer = proxyActivities<ReturnType<typeof createTrainerActivities>>({
   taskQueue: TASK_QUEUES.trainer,
-  // A train step is seconds on the embedded policy; a heartbeat per minibatch detects a dead trainer fast.
+  // A train step is seconds on the embedded policy; a heartbeat per minibatch detects a dead trainer fast
+  // (a kill -9'd trainer holds training for this long before the step is retried elsewhere).
   startToCloseTimeout: '30 minutes',
-  heartbeatTimeout: '2 minutes',
+  heartbeatTimeout: '1 minute',
   retry: {
     initialInterval: '2 seconds',
     maximumInterval: '1 minute',
@@ -130,10 +134,44 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   let endpoints: PolicyEndpoint[] = [];
   let trainInFlight = false;
   let rolloutInFlight = false;
+  /** A trained version waiting for the model rollout in flight to finish (async mode, no canary gate). */
+  let pendingRollout: number | null = null;
   let evalInFlight = false;
   let dirty = true;
   const wake = () => {
     dirty = true;
+  };
+
+  // ---- discard records: why completed trajectories were not trained on (with the ledger, every
+  // trajectory is accounted for; cli/lineage.ts). Written by the data manager, in order, off the hot path.
+  const recordDiscards = patched('discard-records-v1');
+  let discardQueue: DiscardEntry[] = [];
+  let discardWrites: Promise<unknown> = Promise.resolve();
+  const discard = (entries: DiscardEntry[]): void => {
+    if (recordDiscards) discardQueue.push(...entries);
+  };
+  const flushDiscards = (): Promise<unknown> => {
+    if (discardQueue.length === 0) return discardWrites;
+    const entries = discardQueue;
+    discardQueue = [];
+    const at = { campaignId: s.campaignId, policyVersion: s.policyVersion, trainStep: s.trainSteps };
+    discardWrites = discardWrites
+      .then(() => data.recordDiscards({ ...at, entries }))
+      .catch((err: unknown) => log.warn('discard records not written', { error: String(err) }));
+    return discardWrites;
+  };
+  /** pruneStaleBuffer, recording the groups it drops. */
+  const prune = (): void => {
+    const before = s.buffer;
+    pruneStaleBuffer(s);
+    const kept = new Set(s.buffer.map((g) => g.groupId));
+    discard(
+      groupDiscards(
+        before.filter((g) => !kept.has(g.groupId)),
+        'prune',
+        'stale'
+      )
+    );
   };
 
   // ---- control plane -------------------------------------------------------------------------------
@@ -145,7 +183,10 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       g.trajectories.filter((t) => !t.injectedFromPool && (t.reward ?? 0) > 0).length,
       Math.max(0, s.config.curation.precollectSuccessesPerTask - (s.stats[g.taskId]?.poolSize ?? 0))
     );
-    if (recordGroup(s, g, s.config.curation.experiencePool ? added : 0)) wake();
+    if (recordGroup(s, g, s.config.curation.experiencePool ? added : 0)) {
+      discard(lostDiscards(g));
+      wake();
+    }
   });
   setHandler(evalFinishedSignal, (p: EvalPoint) => {
     recordEval(s, p);
@@ -164,7 +205,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       const served = Object.values(r.servedVersions);
       if (served.length > 0) s.policyVersion = Math.min(...served);
       s.rolledBack++;
-      pruneStaleBuffer(s);
+      prune();
       log.warn('model rollout rolled back', { version: r.version, trainingFrom: s.policyVersion, reason: r.reason });
     }
     wake();
@@ -234,7 +275,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       if (u.version !== null) {
         // Roll every server to the pinned version (a manual rollback) and train on from it.
         s.policyVersion = u.version;
-        pruneStaleBuffer(s);
+        prune();
         await rollOut(u.version);
       }
       return campaignStatus(s);
@@ -275,7 +316,9 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
             temperature: s.config.rollout.temperature,
             versionHint: s.policyVersion,
           },
-          experiencePool: s.config.curation.experiencePool,
+          // Look a pooled success up only when the pool holds one for this task (saves a MinIO list and a
+          // local activity per all-failed group while the pool is still empty).
+          experiencePool: s.config.curation.experiencePool && (s.stats[plan.task.id]?.poolSize ?? 0) > 0,
           poolWanted: plan.poolWanted,
         },
       ],
@@ -340,6 +383,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   async function runTrainStep(minGroups?: number): Promise<TrainStepResult | null> {
     const batch = selectTrainBatch(s, { minGroups });
     if (!batch) return null;
+    discard(batchDiscards(s.buffer, batch, s.policyVersion, s.config.curation.maxStaleness));
     takeFromBuffer(s, batch);
     trainInFlight = true;
     try {
@@ -352,14 +396,16 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
         maxStaleness: s.config.curation.maxStaleness,
         referenceVersion: s.referenceVersion ?? 0,
         policy: { seed: s.config.policy.seed, width: s.config.policy.width },
+        minStepMs: simulatedTrainStepMs(s.config),
       });
       s.trainSteps++;
       s.policyVersion = result.version;
-      pruneStaleBuffer(s);
+      prune();
       return result;
     } catch (err) {
       // A refused step (NaN loss, bad batch) keeps the previous checkpoint; the campaign goes on.
       log.error('train step failed; keeping the previous checkpoint', { error: String(err) });
+      discard(failedStepDiscards(batch));
       return null;
     } finally {
       trainInFlight = false;
@@ -464,6 +510,14 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
 
   // ---- main loop -------------------------------------------------------------------------------------
   await refreshEndpoints();
+  if (s.runIndex === 0 && s.trainSteps === 0 && endpoints.length === 0 && patched('wait-for-policy-servers')) {
+    // The first model rollout must reach a server: rolled out to none, every episode would fail and no
+    // train step (hence no later rollout) would ever come.
+    while (endpoints.length === 0 && !s.stopRequested) {
+      await condition(() => s.stopRequested, '2 seconds');
+      await refreshEndpoints();
+    }
+  }
   if (s.runIndex === 0 && s.trainSteps === 0) {
     if (Object.keys(s.servedVersions).length === 0) {
       await rollOut(s.policyVersion);
@@ -481,11 +535,15 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     }
   }
   let iterations = 0;
+  const continueAsNewDue = (n: number): boolean =>
+    workflowInfo().continueAsNewSuggested ||
+    (input.continueAsNewAfterIterations !== undefined && n >= input.continueAsNewAfterIterations);
   const syncMode = s.config.campaign.mode === 'sync';
 
   while (!shouldStop(s)) {
     iterations++;
     publish();
+    void flushDiscards();
     if (s.paused) {
       await condition(() => !s.paused || s.stopRequested);
       continue;
@@ -514,31 +572,42 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       }
     } else {
       // Rollout-wise: fill env capacity, then train whenever enough eligible groups are buffered.
-      let plan = planNextGroup(s);
-      while (plan) {
-        await startGroup(plan);
-        plan = planNextGroup(s);
-      }
-      if (!trainInFlight && !rolloutInFlight) {
+      // All groups that fit start in one workflow task (their start commands go out together).
+      const starts: Array<Promise<void>> = [];
+      for (let plan = planNextGroup(s); plan; plan = planNextGroup(s)) starts.push(startGroup(plan));
+      await Promise.all(starts);
+      // The trainer does not wait for model sync (DART §3.2) unless a canary gate may still refuse the
+      // version being rolled out (then the next step must not build on it). A version finished while
+      // another rolls out is rolled out next; versions in between are skipped.
+      // When continue-as-new is due, no new step starts, so the trainer goes idle and the run can end.
+      const overlap = s.config.eval.gateEveryVersions === 0;
+      if (!trainInFlight && (overlap || !rolloutInFlight) && !continueAsNewDue(iterations)) {
         const batch = selectTrainBatch(s);
         if (batch) {
           void runTrainStep().then(async (result) => {
-            if (result) await rollOut(result.version);
+            if (!result) return;
+            if (rolloutInFlight) pendingRollout = result.version;
+            else await rollOut(result.version);
           });
         }
+      }
+      if (pendingRollout !== null && !rolloutInFlight) {
+        const version = pendingRollout;
+        pendingRollout = null;
+        void rollOut(version);
       }
       dirty = false;
       await condition(() => dirty, '30 seconds');
     }
 
-    const canSuggested =
-      workflowInfo().continueAsNewSuggested ||
-      (input.continueAsNewAfterIterations !== undefined && iterations >= input.continueAsNewAfterIterations);
+    const canSuggested = continueAsNewDue(iterations);
     if (canSuggested && !trainInFlight && !rolloutInFlight) {
       // Children (task groups, evals) run on and signal the next run by workflow id; only the train step
       // must be idle, since an activity does not survive continue-as-new.
       await condition(allHandlersFinished);
+      await flushDiscards();
       if (!trainInFlight && !rolloutInFlight) {
+        await flushDiscards();
         publish();
         return continueAsNew<typeof campaignWorkflow>({
           config: s.config,
@@ -553,10 +622,18 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   s.phase = 'draining';
   publish();
   await condition(() => !trainInFlight && !rolloutInFlight && Object.keys(s.inFlight).length === 0, '30 minutes');
+  if (pendingRollout !== null) {
+    await rollOut(pendingRollout);
+    pendingRollout = null;
+    await condition(() => !rolloutInFlight, '10 minutes');
+  }
   if (s.lastEvalVersion !== s.policyVersion || evalInFlight) {
     if (!evalInFlight) startEval(s.policyVersion);
     await condition(() => !evalInFlight, '30 minutes');
   }
+  // Groups still buffered were never trained on: record why, then make sure every record is written.
+  discard(groupDiscards(s.buffer, 'stop', 'unused-at-stop'));
+  await flushDiscards();
   s.phase = 'completed';
   publish();
   await condition(allHandlersFinished);

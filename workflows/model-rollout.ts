@@ -38,13 +38,17 @@ export interface ModelRolloutResult {
 function reloaderFor(serverId: string) {
   return proxyActivities<PolicyServerActivities>({
     taskQueue: policyQueue(serverId),
-    // Loading is seconds; a dead server must not block the rollout forever.
+    // Loading is seconds; a dead server must not block the rollout forever. The heartbeat timeout turns a
+    // server killed mid-reload into a prompt retry (on its restarted process) instead of a 5-minute stall.
     scheduleToStartTimeout: '2 minutes',
     startToCloseTimeout: '5 minutes',
+    heartbeatTimeout: '1 minute',
+    // A refused checkpoint fails at once (→ rollback); a transient failure (MinIO restarting, the server
+    // restarting) is retried for about a minute rather than abandoning a good version.
     retry: {
       initialInterval: '1 second',
       maximumInterval: '10 seconds',
-      maximumAttempts: 3,
+      maximumAttempts: 10,
       nonRetryableErrorTypes: ['CheckpointRejectedError'],
     },
   }).reloadPolicy;

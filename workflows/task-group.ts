@@ -6,10 +6,10 @@
  * across continue-as-new).
  */
 import { getExternalWorkflowHandle, log, workflowInfo } from '@temporalio/workflow';
-import type { RunEpisodeResult } from '../activities/env/input';
 import type { GroupSummary, TrajectorySummary } from '../schemas/campaign';
-import { envActivities, dataActivities } from './activity-proxies';
+import { envActivities, dataLocalActivities } from './activity-proxies';
 import { groupFinishedSignal } from './messages';
+import { toTrajectorySummary } from './logic/trajectory-summary';
 
 export interface TaskGroupInput {
   campaignId: string;
@@ -39,22 +39,7 @@ export interface TaskGroupInput {
 
 const { runEpisode, runEpisodes } = envActivities;
 
-const data = dataActivities;
-
-function toSummary(r: RunEpisodeResult, groupId: string): TrajectorySummary {
-  return {
-    trajectoryId: r.trajectoryId,
-    manifestKey: r.manifestKey,
-    taskId: r.taskId,
-    groupId,
-    reward: r.status === 'ok' ? r.reward : null,
-    status: r.status,
-    numSteps: r.numSteps,
-    minPolicyVersion: r.minPolicyVersion,
-    maxPolicyVersion: r.maxPolicyVersion,
-    injectedFromPool: false,
-  };
-}
+const data = dataLocalActivities;
 
 export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSummary> {
   const startedAt = Date.now();
@@ -85,12 +70,14 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
     })
   );
   const trajectories: TrajectorySummary[] = [];
+  const lostTrajectoryIds: string[] = [];
   let infraFailures = 0;
-  for (const s of results) {
+  for (const [i, s] of results.entries()) {
     if (s.status === 'fulfilled' && s.value.status === 'ok' && s.value.reward !== null)
-      trajectories.push(toSummary(s.value, input.groupId));
+      trajectories.push(toTrajectorySummary(s.value, input.groupId));
     else {
       infraFailures++;
+      lostTrajectoryIds.push(episodes[i]!.trajectoryId);
       if (s.status === 'rejected')
         log.warn('episode lost to an infrastructure failure', { groupId: input.groupId, error: String(s.reason) });
     }
@@ -111,6 +98,7 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
     maxSteps: input.maxSteps,
     trajectories,
     infraFailures,
+    ...(lostTrajectoryIds.length > 0 ? { lostTrajectoryIds } : {}),
     startedAt,
     endedAt: Date.now(),
   };

@@ -9,6 +9,7 @@ import {
   type PolicyEndpoint,
   type TrajectorySummary,
 } from '../../schemas/campaign';
+import { DiscardRecordSchema, type DiscardEvent, type DiscardedTrajectory } from '../../schemas/discards';
 import { TrajectoryManifestSchema } from '../../schemas/records';
 import { keys, registryKeys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
@@ -19,6 +20,8 @@ export const PolicyServerRegistrationSchema = z.object({
   /** Epoch ms of the last announcement; stale entries (dead servers) are skipped. */
   heartbeatAt: z.number(),
   version: z.number().int().nonnegative().optional(),
+  /** Campaign of the served version: a restarted server reloads campaignId@version from here. */
+  campaignId: z.string().min(1).optional(),
 });
 export type PolicyServerRegistration = z.infer<typeof PolicyServerRegistrationSchema>;
 
@@ -89,6 +92,36 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
         { ...summary, pooledAt: now() },
         PoolEntrySchema
       );
+    },
+
+    /**
+     * Why completed trajectories were not trained on: one record per group and event (idempotent: the
+     * key is derived from both, so a retried activity rewrites the same object).
+     */
+    async recordDiscards(input: {
+      campaignId: string;
+      policyVersion: number;
+      trainStep: number;
+      entries: Array<{ groupId: string; taskId: string; event: DiscardEvent; trajectories: DiscardedTrajectory[] }>;
+    }): Promise<number> {
+      for (const e of input.entries) {
+        await store.putJson(
+          keys.discardRecord(input.campaignId, e.groupId, e.event),
+          {
+            schemaVersion: 1,
+            campaignId: input.campaignId,
+            groupId: e.groupId,
+            taskId: e.taskId,
+            event: e.event,
+            policyVersion: input.policyVersion,
+            trainStep: input.trainStep,
+            trajectories: e.trajectories,
+            createdAt: now(),
+          },
+          DiscardRecordSchema
+        );
+      }
+      return input.entries.length;
     },
 
     /** Learning-curve point (held-out greedy success of a version). */

@@ -7,6 +7,7 @@ import type { CampaignConfig } from '../../schemas/config';
 import { keys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
 import { loadSuite } from '../../tasks/loader';
+import type { TaskSpec } from '../../tasks/schema';
 import type { TaskRef } from '../../workflows/logic/campaign-state';
 
 export interface CampaignSetupDeps {
@@ -30,13 +31,7 @@ export function createCampaignSetupActivities(deps: CampaignSetupDeps) {
       } catch (err) {
         throw ApplicationFailure.nonRetryable((err as Error).message, 'TaskConfigError');
       }
-      const refs: TaskRef[] = suite.taskSpecs.map((spec) => ({
-        id: spec.id,
-        family: spec.family,
-        spec: spec as unknown as TaskRef['spec'],
-        trainSeeds: spec.seeds.train,
-        maxSteps: spec.maxSteps,
-      }));
+      const refs = suite.taskSpecs.map(taskRefOf);
       await deps.store.ensureBucket();
       const initialVersion = await deps.ensureInitialCheckpoint(config.campaign.id, config);
       const poolSizes: Record<string, number> = {};
@@ -46,5 +41,16 @@ export function createCampaignSetupActivities(deps: CampaignSetupDeps) {
       }
       return { tasks: refs, heldOut: refs, initialVersion, poolSizes };
     },
+  };
+}
+
+/** A task as the campaign state refers to it (the spec travels inline: it is small). */
+export function taskRefOf(spec: TaskSpec): TaskRef {
+  return {
+    id: spec.id,
+    family: spec.family,
+    spec: spec as unknown as TaskRef['spec'],
+    trainSeeds: spec.seeds.train,
+    maxSteps: spec.maxSteps,
   };
 }

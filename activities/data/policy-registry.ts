@@ -17,6 +17,16 @@ export async function announcePolicyServer(
   );
 }
 
+/** The registration a server left behind (e.g. before a crash), or undefined when there is none. */
+export async function readPolicyServerRegistration(
+  store: ObjectStore,
+  serverId: string
+): Promise<PolicyServerRegistration | undefined> {
+  const key = registryKeys.policyServer(serverId);
+  if (!(await store.exists(key))) return undefined;
+  return store.getJson(key, PolicyServerRegistrationSchema);
+}
+
 export async function withdrawPolicyServer(store: ObjectStore, serverId: string): Promise<void> {
   await store.remove(registryKeys.policyServer(serverId)).catch(() => undefined);
 }

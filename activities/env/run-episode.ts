@@ -9,10 +9,10 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import type { ObjectRef, StepRecord, TrajectoryManifest } from '../../schemas/records';
+import type { EpisodeTiming, ObjectRef, StepRecord, TrajectoryManifest } from '../../schemas/records';
 import { StepRecordSchema, TrajectoryManifestSchema } from '../../schemas/records';
 import { keys } from '../../storage/keys';
-import { sha256Hex, type ObjectStore } from '../../storage/object-store';
+import { serializeJsonLines, sha256Hex, type ObjectStore } from '../../storage/object-store';
 import { EnvError } from '../../envs/errors';
 import { StorageUnavailableError } from '../../storage/errors';
 import { TaskConfigError } from '../../tasks/errors';
@@ -20,6 +20,7 @@ import type { EnvPool, GuiEnv, Observation } from '../../envs/types';
 import { parseTaskSpec } from '../../tasks/loader';
 import type { TaskSpec } from '../../tasks/schema';
 import { failureStatus, toActivityFailure } from './failures';
+import { EpisodeClock } from './timing';
 import {
   RunEpisodeInputSchema,
   type EpisodeHeartbeat,
@@ -107,10 +108,12 @@ export async function runEpisodeCore(
   const { campaignId, trajectoryId } = input;
   const manifestKey = keys.trajectoryManifest(campaignId, trajectoryId);
   const stepsKey = keys.trajectorySteps(campaignId, trajectoryId);
+  const clock = new EpisodeClock(now);
 
   let env: GuiEnv;
   try {
     env = await deps.pool.acquire(hooks.signal);
+    clock.acquired();
   } catch (err) {
     throwIfCancelled(hooks.signal);
     throw toActivityFailure(err);
@@ -124,8 +127,15 @@ export async function runEpisodeCore(
   let broken = false;
 
   const writeTrajectory = async (status: TrajectoryManifest['status'], reward: number | null, error?: string) => {
-    await Promise.all(uploads);
-    const stepsRef = await deps.store.putJsonLines(stepsKey, steps, StepRecordSchema);
+    clock.writeStarted();
+    // steps.jsonl goes up while the last screenshot uploads finish; the manifest (the commit record, which
+    // names the steps' sha256) follows once both are stored.
+    const stepsBody = serializeJsonLines(steps, StepRecordSchema);
+    const stepsWrite = clock.stepsWrite(deps.store.putBytes(stepsKey, stepsBody, 'application/x-ndjson'));
+    stepsWrite.catch(() => undefined);
+    await clock.uploads(Promise.all([...uploads, stepsWrite]));
+    const stepsSha256 = sha256Hex(stepsBody);
+    const timing: EpisodeTiming = clock.record();
     const versions = steps.map((s) => s.policyVersion);
     const manifest: TrajectoryManifest = {
       schemaVersion: 1,
@@ -143,11 +153,12 @@ export async function runEpisodeCore(
       minPolicyVersion: versions.length ? Math.min(...versions) : (input.policy.versionHint ?? 0),
       maxPolicyVersion: versions.length ? Math.max(...versions) : (input.policy.versionHint ?? 0),
       stepsKey,
-      stepsSha256: stepsRef.sha256,
+      stepsSha256,
       source: input.source,
       envKind: env.kind,
       createdAt: now(),
       ...(error ? { error: error.slice(0, 2000) } : {}),
+      timing,
     };
     await deps.store.putJson(manifestKey, manifest, TrajectoryManifestSchema);
     return manifest;
@@ -155,17 +166,20 @@ export async function runEpisodeCore(
 
   try {
     hooks.heartbeat({ trajectoryId, step: 0 });
-    const reset = await env.reset(task, input.seed);
+    const reset = await clock.env(() => env.reset(task, input.seed));
     instruction = reset.instruction;
     fields = [...reset.fields];
-    policy = await factory({
-      env,
-      task,
-      seed: input.seed,
-      endpoints: input.policy.endpoints,
-      ...(input.policy.versionHint !== undefined ? { versionHint: input.policy.versionHint } : {}),
-      options: input.policy.options,
-    });
+    policy = await clock.act(async () =>
+      factory({
+        env,
+        task,
+        seed: input.seed,
+        endpoints: input.policy.endpoints,
+        ...(input.policy.versionHint !== undefined ? { versionHint: input.policy.versionHint } : {}),
+        options: input.policy.options,
+      })
+    );
+    const active = policy;
     let obs: Observation = reset.observation;
     const history: PolicyHistoryItem[] = [];
     for (let step = 0; step < maxSteps; step++) {
@@ -174,20 +188,26 @@ export async function runEpisodeCore(
       const startedAt = now();
       // Screenshot upload runs alongside acting; content addressing makes a group's shared first frame one object.
       const observationKey = keys.screenshot(sha256Hex(obs.png));
-      uploads.push(deps.store.putScreenshot(obs.png));
+      const upload = deps.store.putScreenshot(obs.png);
+      // Awaited (and its failure reported) in writeTrajectory; until then a MinIO outage must not be an
+      // unhandled rejection, which would crash the whole env worker.
+      upload.catch(() => undefined);
+      uploads.push(upload);
       let decision: PolicyDecision;
       try {
-        decision = await policy.act(
-          {
-            png: obs.png,
-            width: obs.width,
-            height: obs.height,
-            instruction,
-            fields: reset.fields,
-            step,
-            history: [...history],
-          },
-          { seed: stepSeed(trajectoryId, step, hooks.attempt), temperature: input.policy.temperature }
+        decision = await clock.act(() =>
+          active.act(
+            {
+              png: obs.png,
+              width: obs.width,
+              height: obs.height,
+              instruction,
+              fields: reset.fields,
+              step,
+              history: [...history],
+            },
+            { seed: stepSeed(trajectoryId, step, hooks.attempt), temperature: input.policy.temperature }
+          )
         );
       } catch (err) {
         if (err instanceof EnvError || err instanceof PolicyUnavailableError) throw err;
@@ -196,8 +216,9 @@ export async function runEpisodeCore(
         );
       }
       // A malformed model output is a failed step, not an error: the episode goes on by the task's rules.
-      const res = decision.action
-        ? await env.step(decision.action)
+      const action = decision.action;
+      const res = action
+        ? await clock.env(() => env.step(action))
         : { done: false, actionOk: false, error: decision.parseError ?? 'unparseable action' };
       steps.push({
         schemaVersion: 1,
@@ -220,9 +241,9 @@ export async function runEpisodeCore(
       });
       history.push({ step, action: decision.action, actionText: decision.actionText, actionOk: res.actionOk });
       if (res.done) break;
-      obs = await env.observe();
+      obs = await clock.env(() => env.observe());
     }
-    const ev = await env.evaluate();
+    const ev = await clock.env(() => env.evaluate());
     const manifest = await writeTrajectory('ok', ev.reward);
     return {
       trajectoryId,

@@ -69,10 +69,14 @@ export function createPolicyActivities(deps: PolicyActivityDeps): PolicyActiviti
       }
       const { campaignId, version } = parsed.data;
       heartbeat({ phase: 'loading', campaignId, version });
+      // Keep beating while the load waits on MinIO (the rollout's heartbeat timeout detects a dead server).
+      const beat = setInterval(() => heartbeat({ phase: 'loading', campaignId, version }), 5_000);
       try {
         return await engine.reload(campaignId, version);
       } catch (err) {
         throw toPolicyFailure(err);
+      } finally {
+        clearInterval(beat);
       }
     },
     async policyHealth(): Promise<PolicyHealthResult> {

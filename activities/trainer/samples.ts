@@ -8,6 +8,7 @@ import { actionMask, indexFromAction } from '../../policy/action-space';
 import { encodeInstruction, encodeScreenshot } from '../../policy/observation';
 import type { PolicySpec } from '../../policy/spec';
 import { StepRecordSchema, TrajectoryManifestSchema } from '../../schemas/records';
+import { CorruptObjectError, ObjectNotFoundError } from '../../storage/errors';
 import type { ObjectStore } from '../../storage/object-store';
 import type { TrainGroupRef } from './types';
 
@@ -32,6 +33,18 @@ export interface LoadedBatch {
   skippedSteps: number;
   /** trajectoryId → oldest step version (for the ledger's staleness). */
   minVersions: Record<string, number>;
+  /**
+   * Groups left out whole because one of their objects (manifest, steps, screenshot) is gone or corrupt in
+   * MinIO: a GRPO group is only meaningful complete, and the rest of the batch still trains.
+   */
+  skippedGroups: SkippedGroup[];
+}
+
+export interface SkippedGroup {
+  groupId: string;
+  trajectoryId: string;
+  key: string;
+  reason: string;
 }
 
 /** Bounded cache of decoded observations by screenshot key (shared first frames, repeated screens). */
@@ -58,44 +71,63 @@ export async function loadTrainSamples(
   const samples: StepSample[] = [];
   const minVersions: Record<string, number> = {};
   let skippedSteps = 0;
+  const skippedGroups: SkippedGroup[] = [];
   for (const group of groups) {
-    for (const ref of group.trajectories) {
-      const manifest = await store.getJson(ref.manifestKey, TrajectoryManifestSchema);
-      const steps = await store.getJsonLines(manifest.stepsKey, StepRecordSchema, manifest.stepsSha256);
-      const text = encodeInstruction(manifest.instruction, spec);
-      const ctx = { fields: manifest.fields };
-      const mask = actionMask(spec, { numFields: manifest.fields.length });
-      minVersions[ref.trajectoryId] = manifest.minPolicyVersion;
-      for (const step of steps) {
-        // The embedded policy records its own index; other policies' actions are mapped onto the grid.
-        const action =
-          opts.usePolicyIndex !== false && step.actionIndex !== undefined
-            ? step.actionIndex
-            : step.action
-              ? indexFromAction(spec, step.action, ctx)
-              : null;
-        if (action === null || mask[action] !== 0) {
-          skippedSteps++;
-          continue;
+    const groupSamples: StepSample[] = [];
+    const groupVersions: Record<string, number> = {};
+    let groupSkippedSteps = 0;
+    let trajectoryId = group.trajectories[0]?.trajectoryId ?? '';
+    try {
+      for (const ref of group.trajectories) {
+        trajectoryId = ref.trajectoryId;
+        const manifest = await store.getJson(ref.manifestKey, TrajectoryManifestSchema);
+        const steps = await store.getJsonLines(manifest.stepsKey, StepRecordSchema, manifest.stepsSha256);
+        const text = encodeInstruction(manifest.instruction, spec);
+        const ctx = { fields: manifest.fields };
+        const mask = actionMask(spec, { numFields: manifest.fields.length });
+        groupVersions[ref.trajectoryId] = manifest.minPolicyVersion;
+        for (const step of steps) {
+          // The embedded policy records its own index; other policies' actions are mapped onto the grid.
+          const action =
+            opts.usePolicyIndex !== false && step.actionIndex !== undefined
+              ? step.actionIndex
+              : step.action
+                ? indexFromAction(spec, step.action, ctx)
+                : null;
+          if (action === null || mask[action] !== 0) {
+            groupSkippedSteps++;
+            continue;
+          }
+          const obs = await cache.get(step.observationKey, async () =>
+            encodeScreenshot(await store.getBytes(step.observationKey), spec)
+          );
+          groupSamples.push({
+            groupId: group.groupId,
+            trajectoryId: ref.trajectoryId,
+            step: step.step,
+            reward: ref.reward,
+            obs,
+            text,
+            mask,
+            action,
+            behaviourLogProb: manifest.source === 'demo' ? null : step.behaviourLogProb,
+            policyVersion: step.policyVersion,
+            injectedFromPool: ref.injectedFromPool,
+          });
         }
-        const obs = await cache.get(step.observationKey, async () =>
-          encodeScreenshot(await store.getBytes(step.observationKey), spec)
-        );
-        samples.push({
-          groupId: group.groupId,
-          trajectoryId: ref.trajectoryId,
-          step: step.step,
-          reward: ref.reward,
-          obs,
-          text,
-          mask,
-          action,
-          behaviourLogProb: manifest.source === 'demo' ? null : step.behaviourLogProb,
-          policyVersion: step.policyVersion,
-          injectedFromPool: ref.injectedFromPool,
-        });
       }
+    } catch (err) {
+      // Deleted or damaged under a running campaign: account for the group and train on the rest.
+      // (An unreachable MinIO is not this: StorageUnavailableError propagates and the step is retried.)
+      if (err instanceof ObjectNotFoundError || err instanceof CorruptObjectError) {
+        skippedGroups.push({ groupId: group.groupId, trajectoryId, key: err.key, reason: err.message.slice(0, 300) });
+        continue;
+      }
+      throw err;
     }
+    samples.push(...groupSamples);
+    Object.assign(minVersions, groupVersions);
+    skippedSteps += groupSkippedSteps;
   }
-  return { samples, skippedSteps, minVersions };
+  return { samples, skippedSteps, minVersions, skippedGroups };
 }

@@ -32,9 +32,16 @@ import { cloneWeights } from '../../policy/weights';
 import { LedgerEntrySchema, type LedgerEntry } from '../../schemas/records';
 import { TrainerSchema } from '../../schemas/config';
 import { keys } from '../../storage/keys';
+import { CorruptObjectError, ObjectNotFoundError } from '../../storage/errors';
 import type { ObjectStore } from '../../storage/object-store';
-import { CheckpointMismatchError, listCheckpoints, loadCheckpoint, writeCheckpoint } from './checkpoints';
-import { loadTrainSamples, type StepSample } from './samples';
+import {
+  CheckpointMismatchError,
+  listCheckpoints,
+  loadCheckpoint,
+  writeCheckpoint,
+  type LoadedCheckpoint,
+} from './checkpoints';
+import { loadTrainSamples, type SkippedGroup, type StepSample } from './samples';
 import type { TrainStepInput, TrainStepResult } from './types';
 
 const TrainGroupRefSchema = z.object({
@@ -60,6 +67,7 @@ const TrainStepInputSchema = z.object({
   maxStaleness: z.number().int().nonnegative(),
   referenceVersion: z.number().int().nonnegative().default(0),
   policy: z.object({ seed: z.number().int(), width: z.number().int().positive() }),
+  minStepMs: z.number().nonnegative().max(3_600_000).default(0),
 });
 const BehaviourCloneInputSchema = z.object({
   campaignId: z.string().min(1),
@@ -108,7 +116,55 @@ function refuseNonFinite(err: unknown): never {
   if (err instanceof CheckpointMismatchError) {
     throw ApplicationFailure.create({ type: 'CheckpointMismatchError', message: err.message, nonRetryable: true });
   }
+  // Any other checkpoint object gone or damaged (e.g. an older manifest while listing versions).
+  if ((err instanceof ObjectNotFoundError || err instanceof CorruptObjectError) && err.key.includes('/checkpoints/')) {
+    throw ApplicationFailure.create({
+      type: 'CheckpointUnavailableError',
+      message: `checkpoint object unusable (${err.message}); the step is refused and nothing new is written`,
+      nonRetryable: true,
+    });
+  }
   throw err;
+}
+
+/**
+ * A checkpoint the step needs is deleted or damaged in MinIO: a retry cannot bring it back, so the step is
+ * refused (non-retryable), nothing new is written, and the error names the object and the way out.
+ */
+async function readCheckpoint(
+  store: ObjectStore,
+  campaignId: string,
+  version: number,
+  spec: PolicySpec,
+  role: string
+): Promise<LoadedCheckpoint> {
+  try {
+    return await loadCheckpoint(store, campaignId, version, spec);
+  } catch (err) {
+    if (err instanceof ObjectNotFoundError || err instanceof CorruptObjectError) {
+      const what = err instanceof ObjectNotFoundError ? 'is missing' : 'is corrupt';
+      throw ApplicationFailure.create({
+        type: 'CheckpointUnavailableError',
+        message:
+          `${role} checkpoint v${version} of campaign ${campaignId} ${what} (${err.message}); the step is refused ` +
+          `and nothing new is written. Restore the object or pin an intact version: dartflow campaign pin ${campaignId} <version>`,
+        nonRetryable: true,
+      });
+    }
+    throw err;
+  }
+}
+
+/** Refuses a batch whose every group was skipped (deleted/corrupt objects), naming what is missing. */
+function refuseIfAllSkipped(trainStep: number, groups: number, skipped: readonly SkippedGroup[]): void {
+  if (skipped.length < groups) return;
+  invalid(
+    `train step ${trainStep}: all ${groups} groups reference objects that are gone or corrupt in MinIO ` +
+      `(${skipped
+        .slice(0, 3)
+        .map((g) => `${g.groupId}: ${g.key}`)
+        .join('; ')}${skipped.length > 3 ? '; …' : ''}); the previous checkpoint stays current`
+  );
 }
 
 const sessions = new Map<string, Promise<PolicyTrainSession>>();
@@ -117,6 +173,19 @@ function trainSession(spec: PolicySpec, threads: number): Promise<PolicyTrainSes
   let s = sessions.get(k);
   if (!s) sessions.set(k, (s = createTrainSession(spec, { threads })));
   return s;
+}
+
+/** Holds a step until `minMs` after `startedAt` (simulated DART-sized trainer), heartbeating meanwhile. */
+async function holdUntil(startedAt: number, minMs: number, heartbeat: (d: unknown) => void): Promise<number> {
+  const until = startedAt + minMs;
+  let waited = 0;
+  for (let left = until - Date.now(); left > 0; left = until - Date.now()) {
+    const chunk = Math.min(left, 5_000);
+    await new Promise((r) => setTimeout(r, chunk));
+    waited += chunk;
+    heartbeat({ phase: 'simulated-step-time', leftMs: Math.max(0, until - Date.now()) });
+  }
+  return waited;
 }
 
 /** log π(a_i|s_i) and H_i of every sample under `weights`, in chunks. */
@@ -181,17 +250,17 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
   const heartbeat = deps.heartbeat ?? (() => undefined);
   const started = Date.now();
   const spec = specForWidth(input.policy.width);
-  const found = await findExisting(store, input.campaignId, input.trainStep);
-  if (found.existing) return found.existing;
-
   try {
-    const current = await loadCheckpoint(store, input.campaignId, input.fromVersion, spec);
+    const found = await findExisting(store, input.campaignId, input.trainStep);
+    if (found.existing) return found.existing;
+    const current = await readCheckpoint(store, input.campaignId, input.fromVersion, spec, 'current');
     const reference =
       input.trainer.useKl && input.trainer.klBeta > 0
-        ? await loadCheckpoint(store, input.campaignId, input.referenceVersion, spec)
+        ? await readCheckpoint(store, input.campaignId, input.referenceVersion, spec, 'KL reference')
         : undefined;
     heartbeat({ phase: 'loading', trainStep: input.trainStep });
     const loaded = await loadTrainSamples(store, spec, input.groups);
+    refuseIfAllSkipped(input.trainStep, input.groups.length, loaded.skippedGroups);
     // Staleness bound per step sample (DART §3.4): pooled successes are exempt, as in DART's pool lookup.
     const minVersion = input.fromVersion - input.maxStaleness;
     const samples = loaded.samples.filter((s) => s.injectedFromPool || s.policyVersion >= minVersion);
@@ -280,12 +349,15 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
       samples: samples.length,
       staleSteps,
       skippedSteps: loaded.skippedSteps,
+      skippedGroups: loaded.skippedGroups.length,
       selectedFraction: totalSelected / samples.length,
       isWeightMean: isStats.mean,
       isWeightMin: isStats.min,
       isWeightTruncatedFraction: isStats.truncatedFraction,
       samplesPerSecond: (samples.length * cfg.epochs) / Math.max(1e-3, (Date.now() - started) / 1000),
     };
+    const simulatedWaitMs = await holdUntil(started, input.minStepMs, heartbeat);
+    if (input.minStepMs > 0) metrics.simulatedWaitMs = simulatedWaitMs;
     return await commit(deps, {
       campaignId: input.campaignId,
       trainStep: input.trainStep,
@@ -296,8 +368,10 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
       metrics,
       groups: input.groups,
       minVersions: loaded.minVersions,
+      skipped: loaded.skippedGroups,
       isWeight: { mean: isStats.mean, min: isStats.min, truncatedFraction: isStats.truncatedFraction },
       orphanVersion: found.orphanVersion,
+      startedAt: started,
     });
   } catch (err) {
     refuseNonFinite(err);
@@ -317,8 +391,12 @@ async function commit(
     metrics: Record<string, number>;
     groups: TrainStepInput['groups'];
     minVersions: Record<string, number>;
+    /** Groups left out because their objects are gone or corrupt: recorded, never counted as consumed. */
+    skipped?: readonly SkippedGroup[];
     isWeight: LedgerEntry['isWeight'];
     orphanVersion?: number;
+    /** When the step started (ledger: trainer utilization). */
+    startedAt?: number;
   }
 ): Promise<TrainStepResult> {
   const { store } = deps;
@@ -346,18 +424,22 @@ async function commit(
     trainStep: a.trainStep,
     fromVersion: a.fromVersion,
     toVersion: version,
-    consumed: a.groups.flatMap((g) =>
-      g.trajectories.map((t) => ({
-        trajectoryId: t.trajectoryId,
-        manifestKey: t.manifestKey,
-        groupId: g.groupId,
-        reward: t.reward,
-        staleness: Math.max(0, a.fromVersion - (a.minVersions[t.trajectoryId] ?? a.fromVersion)),
-        injectedFromPool: t.injectedFromPool,
-      }))
-    ),
+    consumed: a.groups
+      .filter((g) => !a.skipped?.some((k) => k.groupId === g.groupId))
+      .flatMap((g) =>
+        g.trajectories.map((t) => ({
+          trajectoryId: t.trajectoryId,
+          manifestKey: t.manifestKey,
+          groupId: g.groupId,
+          reward: t.reward,
+          staleness: Math.max(0, a.fromVersion - (a.minVersions[t.trajectoryId] ?? a.fromVersion)),
+          injectedFromPool: t.injectedFromPool,
+        }))
+      ),
+    ...(a.skipped?.length ? { skipped: a.skipped.map((k) => ({ ...k })) } : {}),
     isWeight: a.isWeight,
     metrics,
+    ...(a.startedAt !== undefined ? { startedAt: a.startedAt } : {}),
     createdAt: Date.now(),
   };
   await store.putJson(ledgerKey, entry, LedgerEntrySchema);
@@ -376,11 +458,12 @@ export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneIn
   const { store } = deps;
   const heartbeat = deps.heartbeat ?? (() => undefined);
   const spec = specForWidth(input.policy.width);
-  const found = await findExisting(store, input.campaignId, input.trainStep);
-  if (found.existing) return found.existing;
   try {
-    const current = await loadCheckpoint(store, input.campaignId, input.fromVersion, spec);
+    const found = await findExisting(store, input.campaignId, input.trainStep);
+    if (found.existing) return found.existing;
+    const current = await readCheckpoint(store, input.campaignId, input.fromVersion, spec, 'current');
     const loaded = await loadTrainSamples(store, spec, input.demos, { usePolicyIndex: false });
+    refuseIfAllSkipped(input.trainStep, input.demos.length, loaded.skippedGroups);
     const samples = loaded.samples;
     if (samples.length === 0) invalid('behaviourClone: the demonstrations hold no step the policy can express');
     const session = await trainSession(spec, deps.threads ?? 1);
@@ -430,6 +513,7 @@ export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneIn
       },
       groups: input.demos,
       minVersions: loaded.minVersions,
+      skipped: loaded.skippedGroups,
       isWeight: { mean: 1, min: 1, truncatedFraction: 0 },
       orphanVersion: found.orphanVersion,
     });

@@ -19,6 +19,11 @@ export interface TrainStepInput {
   /** Reference policy of the KL term: the initial model (v0) or the behaviour-cloned warm start. */
   referenceVersion?: number;
   policy: Pick<CampaignConfig['policy'], 'seed' | 'width'>;
+  /**
+   * Benchmarks only: the step is held until it has taken at least this long (a DART-sized trainer on a
+   * small policy; trainer.simulatedStepSeconds × env.simulatedTimeScale). The real step still runs.
+   */
+  minStepMs?: number;
 }
 
 export interface TrainStepResult {

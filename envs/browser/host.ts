@@ -19,10 +19,26 @@ export const CHROMIUM_ARGS = [
   '--disable-breakpad',
 ];
 
+/**
+ * Task pages are self-contained (tasks/pages.ts inlines them with page.setContent), so they need no
+ * network at all: every http(s)/ws(s) request a page makes — external hosts, other loopback ports, a
+ * WebSocket — goes to a proxy whose name cannot resolve, and every host name (IP literals included)
+ * resolves to NOTFOUND, so nothing leaves the browser. Loopback is proxied too (`<-loopback>`), and WebRTC
+ * may not use UDP outside the (dead) proxy. Browser flags, not request interception: no per-request cost.
+ */
+export const NETWORK_LOCKDOWN_ARGS = [
+  '--proxy-server=http://blocked.invalid:9',
+  '--proxy-bypass-list=<-loopback>',
+  '--host-resolver-rules=MAP * ~NOTFOUND',
+  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
+];
+
 export interface BrowserHostOptions {
   executablePath?: string;
   extraArgs?: string[];
   launchTimeoutMs?: number;
+  /** Let task pages reach the network (off by default: see NETWORK_LOCKDOWN_ARGS). */
+  allowNetwork?: boolean;
 }
 
 export class BrowserHost {
@@ -61,7 +77,11 @@ export class BrowserHost {
     const b = await chromium.launch({
       executablePath: this.executablePath,
       headless: true,
-      args: [...CHROMIUM_ARGS, ...(this.opts.extraArgs ?? [])],
+      args: [
+        ...CHROMIUM_ARGS,
+        ...(this.opts.allowNetwork ? [] : NETWORK_LOCKDOWN_ARGS),
+        ...(this.opts.extraArgs ?? []),
+      ],
       timeout: this.opts.launchTimeoutMs ?? 30_000,
     });
     this.launches++;

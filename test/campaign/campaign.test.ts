@@ -10,15 +10,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { msToTs } from '@temporalio/common/lib/time';
 import { createCampaignDataActivities } from '../../activities/data/campaign-data';
 import { listCheckpoints } from '../../activities/trainer/checkpoints';
 import { startLocalWorkers, type LocalWorkers } from '../../cli/local-workers';
 import { readLineage } from '../../cli/lineage';
 import { CampaignHandle, DartflowClient } from '../../client/dartflow-client';
-import { registerSearchAttributes } from '../../infra/services';
+import { registerScratchNamespace } from '../../infra/services';
 import type { InfraSettings } from '../../infra/settings';
-import { connectClient } from '../../infra/temporal-connection';
 import type { CampaignStatus } from '../../schemas/campaign';
 import { TrajectoryManifestSchema } from '../../schemas/records';
 import { TASK_QUEUES } from '../../schemas/task-queues';
@@ -49,23 +47,13 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>
 before(async () => {
   const base = testSettings();
   const namespace = `dartflow-test-${uniqueSuffix()}`;
-  const admin = await connectClient(base);
-  await admin.connection.workflowService.registerNamespace({
-    namespace,
-    workflowExecutionRetentionPeriod: msToTs('1 day'),
-  });
-  await admin.connection.close();
   ({ store, cleanup: cleanupBucket } = await freshBucket('campaign'));
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dartflow-campaign-'));
-  settings = { ...base, dataDir, temporal: { ...base.temporal, namespace }, s3: { ...base.s3, bucket: store.bucket } };
-  await waitFor(
-    'the new namespace',
-    async () => {
-      await registerSearchAttributes(settings);
-      return true;
-    },
-    30_000
-  );
+  settings = {
+    ...(await registerScratchNamespace(base, namespace)),
+    dataDir,
+    s3: { ...base.s3, bucket: store.bucket },
+  };
   workers = startLocalWorkers(settings, {
     envWorkers: 1,
     envSlots: 2,

@@ -1,8 +1,8 @@
 /** Shared test helpers: real servers from infra/ (started by scripts/test.ts), throwaway buckets, free ports. */
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { loadInfraSettings, type InfraSettings } from '../../infra/settings';
 import { ObjectStore } from '../../storage/object-store';
+import { freePort } from '../../infra/ports';
 
 export function testSettings(): InfraSettings {
   return loadInfraSettings();
@@ -24,14 +24,4 @@ export async function freshBucket(label: string): Promise<{ store: ObjectStore; 
   };
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };

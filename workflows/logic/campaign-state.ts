@@ -318,6 +318,11 @@ export function recordEval(s: CampaignState, point: EvalPoint): void {
   s.evals.splice(0, Math.max(0, s.evals.length - EVALS_KEPT));
 }
 
+/** Benchmarks: the simulated trainer's step time, scaled like the simulated env's latencies. */
+export function simulatedTrainStepMs(c: CampaignConfig): number {
+  return Math.round(c.trainer.simulatedStepSeconds * c.env.simulatedTimeScale * 1000);
+}
+
 export function shouldStop(s: CampaignState): boolean {
   const c = s.config.campaign;
   if (s.stopRequested) return true;

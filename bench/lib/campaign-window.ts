@@ -1,0 +1,112 @@
+/**
+ * Runs one campaign on a bench cluster for a fixed measurement window and reads back what it recorded:
+ * the window opens when the first rollout episode leases an env and closes when the bench asks the
+ * campaign to stop (graceful: in-flight work drains, then a final evaluation).
+ */
+import type { CampaignConfigInput } from '../../schemas/config';
+import type { CampaignStatus } from '../../schemas/campaign';
+import type { LedgerEntry, TrajectoryManifest } from '../../schemas/records';
+import type { BenchCluster } from './bench-cluster';
+import { readLedger, readManifests, waitFor } from './bench-cluster';
+import type { EpisodeTimes, TimeWindow, TrainStepTimes } from './efficiency-metrics';
+import { episodeStorageMs } from './overhead-metrics';
+import { coresBetween, sampleCpu, serverPids, type CpuSample } from './proc-cpu';
+
+export interface CampaignWindowRun {
+  campaignId: string;
+  window: TimeWindow;
+  /** Rollout episodes of the campaign (evaluation episodes are in `evalManifests`). */
+  manifests: TrajectoryManifest[];
+  evalManifests: TrajectoryManifest[];
+  ledger: LedgerEntry[];
+  status: CampaignStatus;
+  /** Cores used per process during the window. */
+  cores: Record<string, number>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function rolePids(cluster: BenchCluster): Record<string, number | undefined> {
+  return {
+    ...Object.fromEntries(cluster.workers.children.map((c) => [c.name, c.process.pid])),
+    ...serverPids(),
+  };
+}
+
+export async function runCampaignWindow(
+  cluster: BenchCluster,
+  config: CampaignConfigInput & { campaign: { id: string } },
+  opts: { seconds: number; log?: (line: string) => void }
+): Promise<CampaignWindowRun> {
+  const log = opts.log ?? ((l: string) => console.log(l));
+  const id = config.campaign.id;
+  const campaign = await cluster.client.startCampaign(config);
+  // The window starts once episodes run (setup, the v0 model rollout and policy loading come before).
+  await waitFor(
+    `${id}: first episodes`,
+    async () => ((await campaign.status()).episodesInFlight > 0 ? true : undefined),
+    180_000
+  );
+  const pids = rolePids(cluster);
+  const cpuStart: CpuSample = sampleCpu(pids);
+  const deadline = Date.now() + opts.seconds * 1000;
+  let status = await campaign.status();
+  while (Date.now() < deadline) {
+    await sleep(Math.min(10_000, Math.max(0, deadline - Date.now())));
+    status = await campaign.status();
+    log(
+      `  [${id}] ${Math.round((deadline - Date.now()) / 1000)} s left: episodes ${status.episodes}, train steps ${status.trainSteps}, in flight ${status.episodesInFlight}, buffered ${status.bufferedGroups}`
+    );
+  }
+  const end = Date.now();
+  const cores = coresBetween(cpuStart, sampleCpu(pids));
+  await campaign.stop();
+  await Promise.race([
+    campaign.result(),
+    // OSWorld-like resets have a tail up to 5 minutes at real time.
+    sleep(600_000).then(() => {
+      throw new Error(`${id}: did not finish within 10 minutes of stop`);
+    }),
+  ]);
+  status = await campaign.status().catch(() => status);
+  const [manifests, evalManifests, ledger] = await Promise.all([
+    readManifests(cluster.store, id),
+    readManifests(cluster.store, `${id}.eval`),
+    readLedger(cluster.store, id),
+  ]);
+  const rollouts = manifests.filter((m) => m.source === 'rollout' && m.timing);
+  const start = Math.min(...rollouts.map((m) => m.timing!.acquiredAt));
+  return { campaignId: id, window: { start, end }, manifests, evalManifests, ledger, status, cores };
+}
+
+export function episodeTimes(manifests: readonly TrajectoryManifest[]): EpisodeTimes[] {
+  return manifests
+    .filter((m) => m.timing)
+    .map((m) => {
+      const storageMs = episodeStorageMs({ ...m.timing!, numSteps: m.numSteps });
+      return {
+        numSteps: m.numSteps,
+        acquiredAt: m.timing!.acquiredAt,
+        // The slot is held until the trajectory is stored (then released).
+        endedAt: m.timing!.writeStartedAt + storageMs,
+        envIntervals: m.timing!.envIntervals,
+        actMs: m.timing!.actMs,
+        storageMs,
+      };
+    });
+}
+
+/** Train steps with their actions: steps of the online trajectories each ledger entry consumed. */
+export function trainStepTimes(
+  ledger: readonly LedgerEntry[],
+  manifests: readonly TrajectoryManifest[]
+): TrainStepTimes[] {
+  const steps = new Map(manifests.map((m) => [m.trajectoryId, m.numSteps]));
+  return ledger
+    .filter((e) => e.startedAt !== undefined)
+    .map((e) => ({
+      startedAt: e.startedAt!,
+      endedAt: e.createdAt,
+      actions: e.consumed.filter((c) => !c.injectedFromPool).reduce((a, c) => a + (steps.get(c.trajectoryId) ?? 0), 0),
+    }));
+}
