@@ -43,6 +43,15 @@ import { createTestWorker, testTaskQueue } from '../helpers/temporal';
 import { writeSyntheticGroups } from '../trainer/fixtures';
 import type { CaughtFailure } from './fixtures/payload-workflows';
 
+/** A non-retryable ApplicationFailure of `type` whose message contains every string and matches every pattern. */
+function nonRetryableFailure(type: string, ...needles: Array<string | RegExp>): (err: unknown) => boolean {
+  return (err) =>
+    err instanceof ApplicationFailure &&
+    err.type === type &&
+    err.nonRetryable === true &&
+    needles.every((n) => (typeof n === 'string' ? err.message.includes(n) : n.test(err.message)));
+}
+
 let store: ObjectStore;
 let cleanup: () => Promise<void>;
 
@@ -245,12 +254,11 @@ describe('trainer inputs deleted or damaged in MinIO', () => {
     for (const g of groups) await store.remove(g.trajectories[0]!.manifestKey);
     await assert.rejects(
       runTrainStep({ store }, input(campaignId, groups)),
-      (err: unknown) =>
-        err instanceof ApplicationFailure &&
-        err.type === 'InvalidTrainInput' &&
-        err.nonRetryable &&
-        err.message.includes(groups[0]!.trajectories[0]!.manifestKey) &&
-        /previous checkpoint stays current/.test(err.message)
+      nonRetryableFailure(
+        'InvalidTrainInput',
+        groups[0]!.trajectories[0]!.manifestKey,
+        /previous checkpoint stays current/
+      )
     );
     assert.deepEqual(
       (await listCheckpoints(store, campaignId)).map((c) => c.version),
@@ -268,12 +276,11 @@ describe('trainer inputs deleted or damaged in MinIO', () => {
     await store.remove(keys.checkpointWeights(campaignId, 1));
     await assert.rejects(
       runTrainStep({ store }, input(campaignId, groups, { fromVersion: 1 })),
-      (err: unknown) =>
-        err instanceof ApplicationFailure &&
-        err.type === 'CheckpointUnavailableError' &&
-        err.nonRetryable &&
-        err.message.includes(keys.checkpointWeights(campaignId, 1)) &&
-        /current checkpoint v1 .* is missing.*dartflow campaign pin/.test(err.message)
+      nonRetryableFailure(
+        'CheckpointUnavailableError',
+        keys.checkpointWeights(campaignId, 1),
+        /current checkpoint v1 .* is missing.*dartflow campaign pin/
+      )
     );
     // v0's manifest truncated (an older version, read while listing versions and as the KL reference)
     const mkey = keys.checkpointManifest(campaignId, 0);
@@ -282,12 +289,7 @@ describe('trainer inputs deleted or damaged in MinIO', () => {
     await store.client.putObject(store.bucket, keys.checkpointWeights(campaignId, 1), Buffer.from('restored')); // v1 still unusable
     await assert.rejects(
       runTrainStep({ store }, input(campaignId, groups, { fromVersion: 1 })),
-      (err: unknown) =>
-        err instanceof ApplicationFailure &&
-        err.type === 'CheckpointUnavailableError' &&
-        err.nonRetryable &&
-        err.message.includes(mkey) &&
-        /not valid JSON/.test(err.message)
+      nonRetryableFailure('CheckpointUnavailableError', mkey, /not valid JSON/)
     );
     assert.equal(await store.exists(keys.ledgerEntry(campaignId, 1)), false, 'nothing committed');
     assert.equal(await store.exists(keys.checkpointManifest(campaignId, 2)), false, 'no new version');
@@ -302,11 +304,7 @@ describe('trainer inputs deleted or damaged in MinIO', () => {
     await writeCheckpoint(store, { campaignId, version: 1, parentVersion: 0, spec, weights: huge });
     await assert.rejects(
       runTrainStep({ store }, input(campaignId, groups, { fromVersion: 1 })),
-      (err: unknown) =>
-        err instanceof ApplicationFailure &&
-        err.type === 'NonFiniteLossError' &&
-        err.nonRetryable &&
-        /previous checkpoint kept: .*not finite/.test(err.message)
+      nonRetryableFailure('NonFiniteLossError', /previous checkpoint kept: .*not finite/)
     );
     assert.deepEqual(
       (await listCheckpoints(store, campaignId)).map((c) => c.version),
