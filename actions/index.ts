@@ -6,18 +6,25 @@ export {
   SMART_RESIZE_MIN_PIXELS,
   SMART_RESIZE_MAX_PIXELS,
   type Size,
+  type SmartResizeOptions,
 } from './smart-resize';
 export {
   uiTarsCoordSpace,
   renderUiTarsAction,
   renderUiTarsResponse,
   parseUiTarsResponse,
+  normalizeScrollDirection,
   quoteArg,
+  UITARS_ACTION_NAMES,
+  type UiTarsAction,
+  type UiTarsExtraAction,
   type CoordSpace,
   type UiTarsModel,
   type ParseResult,
   type RenderOptions,
 } from './uitars';
+export { parseCalls, splitResponse, type RawCall, type GrammarResult } from './uitars-grammar';
+export { runActionSequence, type ActionOutcome, type SequenceOutcome } from './sequence';
 export { renderPyautogui } from './pyautogui';
 export {
   GRID,

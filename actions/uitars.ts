@@ -4,19 +4,35 @@
  * writes a 0–1000 relative grid. Canonical coordinates are always normalized to [0,1].
  *
  * Parsing never throws on bad model output: it returns `{ok: false, error: ActionParseError}` so the
- * step is recorded as a failed action and the episode continues by the task's rules.
+ * step is recorded as a failed action and the episode continues by the task's rules. The syntax
+ * (calls, quotes, the leniencies of the official parsers) lives in ./uitars-grammar.ts; this module
+ * gives the calls their meaning.
+ *
+ * Several actions in one response (separated by blank lines) are all returned, in order, as the
+ * official parsers do. They belong to ONE step and are meant to run in order within it, stopping at
+ * the first one that ends the episode or fails (./sequence.ts); DART joins them with a 1 s pause.
+ * `action` is the first runnable one, for step loops that run a single action per step.
  */
 import { CanonicalActionSchema, type CanonicalAction } from '../schemas/actions';
 import { ActionParseError } from './errors';
-import { smartResize, type Size } from './smart-resize';
+import { smartResize, type SmartResizeOptions, type Size } from './smart-resize';
+import { parseCalls, splitResponse, type RawCall } from './uitars-grammar';
 
 export type CoordSpace = { kind: 'absolute'; width: number; height: number } | { kind: 'relative1000' };
 export type UiTarsModel = 'ui-tars-1.5' | 'ui-tars';
 
-/** The coordinate space a model uses for a screenshot of `screen` pixels. */
-export function uiTarsCoordSpace(screen: Size, model: UiTarsModel = 'ui-tars-1.5'): CoordSpace {
+/**
+ * The coordinate space a model uses for a screenshot of `screen` pixels. `resize` must be the min/max
+ * pixels the serving processor (or the client, vlm/screenshot.ts) resizes with: UI-TARS-1.5's pixels
+ * are pixels of that resized image.
+ */
+export function uiTarsCoordSpace(
+  screen: Size,
+  model: UiTarsModel = 'ui-tars-1.5',
+  resize: SmartResizeOptions = {}
+): CoordSpace {
   if (model === 'ui-tars') return { kind: 'relative1000' };
-  const r = smartResize(screen.height, screen.width);
+  const r = smartResize(screen.height, screen.width, resize);
   return { kind: 'absolute', width: r.width, height: r.height };
 }
 
@@ -76,76 +92,58 @@ export function renderUiTarsResponse(
   return `Thought: ${thought}\nAction: ${renderUiTarsAction(action, space, opts)}`;
 }
 
+/**
+ * UI-TARS actions that the canonical schema cannot express yet. DART executes them as pyautogui
+ * moveTo / keyDown / keyUp. They are parsed (never refused as unknown) and reported in `unsupported`
+ * until schemas/actions.ts has a `hover {x,y}` / `key_down {key}` / `key_up {key}` member; from then on
+ * they pass the schema check below and run like any other action, with no change here.
+ */
+export type UiTarsExtraAction =
+  { type: 'hover'; x: number; y: number } | { type: 'key_down'; key: string } | { type: 'key_up'; key: string };
+export type UiTarsAction = CanonicalAction | UiTarsExtraAction;
+
 export type ParseResult =
-  { ok: true; action: CanonicalAction; thought: string; actionText: string } | { ok: false; error: ActionParseError };
+  | {
+      ok: true;
+      /** The first runnable action: what a step loop that runs one action per step executes. */
+      action: CanonicalAction;
+      /** Every action of the response, in order. */
+      actions: UiTarsAction[];
+      /** The runnable (canonical) ones among `actions`, in order. */
+      canonicalActions: CanonicalAction[];
+      /** Actions parsed but not runnable yet (see UiTarsExtraAction), e.g. `hover`. */
+      unsupported: string[];
+      thought: string;
+      /** The Action part of the response (every call). */
+      actionText: string;
+      /** Leniencies applied (missing final ")", unescaped quote read literally, …); empty when clean. */
+      repairs: string[];
+    }
+  | { ok: false; error: ActionParseError };
 
 const fail = (code: ActionParseError['code'], msg: string, text: string): ParseResult => ({
   ok: false,
   error: new ActionParseError(code, msg, text),
 });
 
-/** Splits `name(args)` arguments into key → raw string, honouring quotes and backslash escapes. */
-function parseArgs(src: string): Map<string, string> | string {
-  const out = new Map<string, string>();
-  let i = 0;
-  const skipWs = () => {
-    while (i < src.length && /\s/.test(src[i] ?? '')) i++;
-  };
-  while (true) {
-    skipWs();
-    if (i >= src.length) return out;
-    const m = /^[A-Za-z_][A-Za-z0-9_]*/.exec(src.slice(i));
-    if (!m) return `expected an argument name at "${src.slice(i, i + 20)}"`;
-    const name = m[0];
-    i += name.length;
-    skipWs();
-    if (src[i] !== '=') return `expected "=" after ${name}`;
-    i++;
-    skipWs();
-    const q = src[i];
-    let value = '';
-    if (q === "'" || q === '"') {
-      i++;
-      let closed = false;
-      while (i < src.length) {
-        const c = src[i] ?? '';
-        if (c === '\\' && i + 1 < src.length) {
-          const n = src[i + 1] ?? '';
-          value += n === 'n' ? '\n' : n === 't' ? '\t' : n;
-          i += 2;
-          continue;
-        }
-        if (c === q) {
-          closed = true;
-          i++;
-          break;
-        }
-        value += c;
-        i++;
-      }
-      if (!closed) return `unterminated string in ${name}`;
-    } else {
-      // Bare values (e.g. start_box=(1,2)) run to the next top-level comma.
-      let depth = 0;
-      while (i < src.length) {
-        const c = src[i] ?? '';
-        if (c === '(' || c === '[') depth++;
-        if (c === ')' || c === ']') depth--;
-        if (c === ',' && depth <= 0) break;
-        value += c;
-        i++;
-      }
-      value = value.trim();
-    }
-    out.set(name, value);
-    skipWs();
-    if (src[i] === ',') i++;
+/** A failure while giving one call its meaning (turned into a ParseResult by the caller). */
+class CallError extends Error {
+  constructor(
+    readonly code: ActionParseError['code'],
+    message: string
+  ) {
+    super(message);
   }
 }
 
-/** "(x,y)", "<|box_start|>(x,y)<|box_end|>", "[x1,y1,x2,y2]" (box → centre) or "<point>x y</point>". */
-function parseBox(raw: string, space: CoordSpace, text: string): { x: number; y: number } | ParseResult {
-  const nums = (raw.match(/-?\d+(?:\.\d+)?/g) ?? []).map(Number);
+const NUMBER = /-?\d+(?:\.\d+)?/g;
+
+/**
+ * "(x,y)", "<|box_start|>(x,y)<|box_end|>", "[x1,y1,x2,y2]" / "(x1,y1,x2,y2)" (box → centre),
+ * "<point>x y</point>" or "<bbox>x1 y1 x2 y2</bbox>".
+ */
+function parseBox(raw: string, space: CoordSpace, call: string, arg: string): { x: number; y: number } {
+  const nums = (raw.match(NUMBER) ?? []).map(Number);
   let px: number;
   let py: number;
   if (nums.length === 2) [px, py] = nums as [number, number];
@@ -153,20 +151,52 @@ function parseBox(raw: string, space: CoordSpace, text: string): { x: number; y:
     const [a, b, c, d] = nums as [number, number, number, number];
     px = (a + c) / 2;
     py = (b + d) / 2;
-  } else return fail('bad_coordinates', `expected a point (x,y) or box (x1,y1,x2,y2), got "${raw}"`, text);
+  } else {
+    throw new CallError(
+      'bad_coordinates',
+      `${call}: ${arg} must be a point (x,y) or a box [x1,y1,x2,y2], got "${raw.slice(0, 60)}"`
+    );
+  }
   const x = px / spanX(space);
   const y = py / spanY(space);
   if (!(x >= 0 && x <= 1 && y >= 0 && y <= 1)) {
-    return fail(
-      'out_of_range',
-      `point (${px},${py}) is outside the ${spanX(space)}×${spanY(space)} coordinate space`,
-      text
-    );
+    const where =
+      space.kind === 'absolute'
+        ? `the ${space.width}×${space.height} smart-resized screenshot`
+        : 'the 0–1000 relative grid';
+    throw new CallError('out_of_range', `${call}: ${arg} (${px},${py}) is outside ${where}`);
   }
   return { x, y };
 }
 
-const NAME_ALIASES: Record<string, string> = {
+/**
+ * Scroll directions as models write them: any case, and "upward(s)", "scroll down", "page down"… —
+ * exactly one of up/down/left/right must appear (the official parser tests `"up" in direction.lower()`).
+ */
+export function normalizeScrollDirection(raw: string): 'up' | 'down' | 'left' | 'right' | undefined {
+  const lower = raw.toLowerCase();
+  const found = (['up', 'down', 'left', 'right'] as const).filter((d) => lower.includes(d));
+  return found.length === 1 ? found[0] : undefined;
+}
+
+type Kind =
+  | 'click'
+  | 'double_click'
+  | 'right_click'
+  | 'drag'
+  | 'type'
+  | 'hotkey'
+  | 'press'
+  | 'key_down'
+  | 'key_up'
+  | 'hover'
+  | 'scroll'
+  | 'wait'
+  | 'finished'
+  | 'call_user';
+
+/** Action names UI-TARS writes (and the official parsers accept) → what they mean. */
+const ACTION_NAMES: Record<string, Kind> = {
   click: 'click',
   left_single: 'click',
   left_double: 'double_click',
@@ -177,104 +207,210 @@ const NAME_ALIASES: Record<string, string> = {
   select: 'drag',
   type: 'type',
   hotkey: 'hotkey',
-  press: 'hotkey',
+  press: 'press',
+  keydown: 'key_down',
+  key_down: 'key_down',
+  keyup: 'key_up',
+  key_up: 'key_up',
+  release: 'key_up',
+  hover: 'hover',
   scroll: 'scroll',
   wait: 'wait',
   finished: 'finished',
   call_user: 'call_user',
 };
+export const UITARS_ACTION_NAMES: readonly string[] = Object.keys(ACTION_NAMES);
 
-/** Extracts the Thought and the first action call from a model response. */
-function splitResponse(text: string): { thought: string; call: string } {
-  const actionAt = text.lastIndexOf('Action:');
-  const thoughtMatch = /Thought:\s*([\s\S]*?)(?=\n\s*Action:|$)/.exec(text);
-  const thought = thoughtMatch?.[1]?.trim() ?? '';
-  const body = actionAt >= 0 ? text.slice(actionAt + 'Action:'.length) : text;
-  // Several actions may be separated by blank lines; the canonical step is the first one.
-  const first = body.trim().split(/\n\s*\n/)[0] ?? '';
-  return { thought, call: first.trim() };
+function argOf(call: RawCall, names: readonly string[], positional = true): string | undefined {
+  for (const n of names) {
+    const v = call.args.get(n);
+    if (v !== undefined) return v;
+  }
+  return positional ? call.positional[0] : undefined;
 }
 
-/** Parses a model response ("Thought: …\nAction: …" or a bare action call) into a canonical action. */
-export function parseUiTarsResponse(text: string, space: CoordSpace): ParseResult {
-  if (typeof text !== 'string' || text.trim() === '') return fail('empty', 'empty model output', String(text));
-  const { thought, call } = splitResponse(text);
-  const m = /^([A-Za-z_][A-Za-z0-9_]*)\s*\(([\s\S]*)\)\s*$/.exec(call);
-  if (!m) return fail('no_action', `no action call found in "${call.slice(0, 80)}"`, text);
-  const rawName = m[1] ?? '';
-  const name = NAME_ALIASES[rawName];
-  if (!name) return fail('unknown_action', `unknown action "${rawName}"`, text);
-  const args = parseArgs(m[2] ?? '');
-  if (typeof args === 'string') return fail('bad_arguments', `${rawName}: ${args}`, text);
+function keysOf(call: RawCall): string[] {
+  const raw = argOf(call, ['key', 'hotkey', 'keys', 'press']) ?? '';
+  const words = raw
+    .trim()
+    .split(/\s+/)
+    .filter((w) => w.length > 0);
+  // "ctrl+c" is a common slip for "ctrl c"; a lone "+" stays the plus key.
+  return words.flatMap((w) => (w.length > 1 && w.includes('+') ? w.split('+').filter((k) => k.length > 0) : [w]));
+}
 
-  const box = (key: string, alt?: string): { x: number; y: number } | ParseResult => {
-    const raw = args.get(key) ?? (alt ? args.get(alt) : undefined);
-    if (raw === undefined) return fail('bad_arguments', `${rawName}: missing ${key}`, text);
-    return parseBox(raw, space, text);
+function meaning(call: RawCall, kind: Kind, space: CoordSpace): UiTarsAction {
+  const name = call.name;
+  const point = (names: readonly string[], what: string) => {
+    const raw = argOf(call, names);
+    if (raw === undefined || raw.trim() === '') {
+      throw new CallError('bad_arguments', `${name}: missing ${names[0]} (${what}, e.g. ${names[0]}='(x,y)')`);
+    }
+    return parseBox(raw, space, name, names[0] ?? 'start_box');
   };
-  const isFail = (v: unknown): v is ParseResult => typeof v === 'object' && v !== null && 'ok' in v;
-
-  let action: CanonicalAction;
-  switch (name) {
+  const START = ['start_box', 'point', 'start_point'] as const;
+  switch (kind) {
     case 'click':
     case 'double_click':
-    case 'right_click': {
-      const p = box('start_box', 'point');
-      if (isFail(p)) return p;
-      action = { type: name, x: p.x, y: p.y };
-      break;
+    case 'right_click':
+    case 'hover': {
+      const p = point(START, 'the target point');
+      return { type: kind, x: p.x, y: p.y };
     }
     case 'drag': {
-      const a = box('start_box', 'start_point');
-      if (isFail(a)) return a;
-      const b = box('end_box', 'end_point');
-      if (isFail(b)) return b;
-      action = { type: 'drag', x: a.x, y: a.y, x2: b.x, y2: b.y };
-      break;
+      const a = point(START, 'where the drag starts');
+      const rawEnd = argOf(call, ['end_box', 'end_point'], false) ?? call.positional[1];
+      if (rawEnd === undefined || rawEnd.trim() === '') {
+        throw new CallError('bad_arguments', `${name}: missing end_box (where the drag ends, e.g. end_box='(x,y)')`);
+      }
+      const b = parseBox(rawEnd, space, name, 'end_box');
+      return { type: 'drag', x: a.x, y: a.y, x2: b.x, y2: b.y };
     }
     case 'type': {
-      const content = args.get('content');
-      if (content === undefined) return fail('bad_arguments', 'type: missing content', text);
-      action = { type: 'type', text: content };
-      break;
+      const content = argOf(call, ['content', 'text']);
+      if (content === undefined) {
+        throw new CallError('bad_arguments', `${name}: missing content (the text to type, e.g. content='hello')`);
+      }
+      return { type: 'type', text: content };
     }
-    case 'hotkey': {
-      const k = args.get('key') ?? args.get('hotkey');
-      const keys = (k ?? '').split(/\s+/).filter((s) => s.length > 0);
-      if (keys.length === 0) return fail('bad_arguments', `${rawName}: missing key`, text);
-      action = { type: 'hotkey', keys };
-      break;
+    case 'hotkey':
+    case 'press': {
+      const keys = keysOf(call);
+      if (keys.length === 0) throw new CallError('bad_arguments', `${name}: missing key (e.g. key='ctrl c')`);
+      return { type: 'hotkey', keys };
     }
-    case 'scroll': {
-      const direction = args.get('direction');
-      if (direction !== 'up' && direction !== 'down' && direction !== 'left' && direction !== 'right') {
-        return fail(
+    case 'key_down':
+    case 'key_up': {
+      const keys = keysOf(call);
+      if (keys.length !== 1) {
+        throw new CallError(
           'bad_arguments',
-          `scroll: direction must be up, down, left or right, got "${direction ?? ''}"`,
-          text
+          `${name}: key must be exactly one key (e.g. key='shift'), got "${argOf(call, ['key']) ?? ''}"`
         );
       }
-      if (args.has('start_box') || args.has('point')) {
-        const p = box('start_box', 'point');
-        if (isFail(p)) return p;
-        action = { type: 'scroll', direction, x: p.x, y: p.y };
-      } else action = { type: 'scroll', direction };
-      break;
+      return { type: kind, key: keys[0] as string };
     }
-    case 'finished': {
-      const content = args.get('content');
-      action = content !== undefined ? { type: 'finished', content } : { type: 'finished' };
-      break;
+    case 'scroll': {
+      const raw = argOf(call, ['direction'], false) ?? call.positional.find((v) => normalizeScrollDirection(v));
+      const direction = raw === undefined ? undefined : normalizeScrollDirection(raw);
+      if (!direction) {
+        throw new CallError(
+          'bad_arguments',
+          `${name}: direction must be up, down, left or right, got "${raw ?? '(none)'}"`
+        );
+      }
+      const at = argOf(call, START, false);
+      if (at === undefined) return { type: 'scroll', direction };
+      const p = parseBox(at, space, name, 'start_box');
+      return { type: 'scroll', direction, x: p.x, y: p.y };
     }
     case 'wait':
-      action = { type: 'wait' };
-      break;
-    default:
-      action = { type: 'call_user' };
+      return { type: 'wait' };
+    case 'finished': {
+      const content = argOf(call, ['content']);
+      return content !== undefined && content !== '' ? { type: 'finished', content } : { type: 'finished' };
+    }
+    case 'call_user':
+      return { type: 'call_user' };
   }
-  // Final guard: whatever we built must be a valid canonical action (e.g. text length limits).
-  const checked = CanonicalActionSchema.safeParse(action);
-  if (!checked.success)
-    return fail('bad_arguments', `${rawName}: ${checked.error.issues[0]?.message ?? 'invalid'}`, text);
-  return { ok: true, action: checked.data, thought, actionText: call };
+}
+
+/**
+ * `finished(` whose arguments do not parse (an unterminated quote, a truncated answer): the model did
+ * say the task is over, so the episode must end; the content is kept as well as it can be read.
+ */
+function recoverFinished(rest: string, why: string): RawCall {
+  let body = rest.replace(/^[A-Za-z_]+\s*\(?/, '');
+  body = body.replace(/^\s*content\s*=\s*/, '').replace(/^[\s:–—-]+/, '');
+  body = body.replace(/\)\s*$/, '').trim();
+  const q = body[0];
+  if (q === "'" || q === '"') {
+    body = body.slice(1);
+    if (body.endsWith(q)) body = body.slice(0, -1);
+  }
+  const content = body.replace(/\\(['"\\])/g, '$1').replace(/\\n/g, '\n');
+  const args = new Map<string, string>();
+  if (content.trim() !== '') args.set('content', content);
+  return {
+    name: 'finished',
+    args,
+    positional: [],
+    text: rest.trim(),
+    repairs: [`${why}; read leniently as finished (it ends the episode)`],
+  };
+}
+
+const plural = (n: number) => (n === 1 ? '' : 's');
+
+/** Parses a model response ("Thought: …\nAction: …" or a bare action call) into its actions. */
+export function parseUiTarsResponse(text: string, space: CoordSpace): ParseResult {
+  if (typeof text !== 'string' || text.trim() === '') return fail('empty', 'empty model output', String(text));
+  const { thought, section, labelled } = splitResponse(text);
+  if (section === '') return fail('no_action', 'the "Action:" part is empty', text);
+  if (!labelled && !/^[A-Za-z_][A-Za-z0-9_]*\s*\(/.test(section)) {
+    return fail('no_action', `no "Action:" line and no action call found in "${section.slice(0, 80)}"`, text);
+  }
+
+  const grammar = parseCalls(section);
+  let calls: RawCall[];
+  if (grammar.ok) calls = grammar.calls;
+  else if (grammar.name !== undefined && grammar.name.toLowerCase() === 'finished' && grammar.rest !== undefined) {
+    // Everything before the broken finished parsed; finished ends the episode, so nothing after matters.
+    const before = parseCalls(section.slice(0, section.length - grammar.rest.length));
+    calls = [...(before.ok ? before.calls : []), recoverFinished(grammar.rest, grammar.message)];
+  } else {
+    const where = grammar.callIndex > 0 ? `action ${grammar.callIndex + 1}: ` : '';
+    return fail(grammar.kind === 'no_call' ? 'no_action' : 'bad_arguments', `${where}${grammar.message}`, text);
+  }
+
+  const actions: UiTarsAction[] = [];
+  const canonicalActions: CanonicalAction[] = [];
+  const unsupported: string[] = [];
+  const repairs: string[] = [];
+  for (const [i, call] of calls.entries()) {
+    const where = calls.length > 1 ? `action ${i + 1} of ${calls.length}: ` : '';
+    const kind = ACTION_NAMES[call.name.toLowerCase()];
+    if (!kind) {
+      return fail(
+        'unknown_action',
+        `${where}unknown action "${call.name}"; known actions: ${UITARS_ACTION_NAMES.join(', ')}`,
+        text
+      );
+    }
+    let action: UiTarsAction;
+    try {
+      action = meaning(call, kind, space);
+    } catch (err) {
+      if (err instanceof CallError) return fail(err.code, `${where}${err.message}`, text);
+      throw err;
+    }
+    repairs.push(...call.repairs);
+    actions.push(action);
+    const checked = CanonicalActionSchema.safeParse(action);
+    if (checked.success) canonicalActions.push(checked.data);
+    else if (kind === 'hover' || kind === 'key_down' || kind === 'key_up') unsupported.push(call.name);
+    else {
+      // Whatever we built must be a valid canonical action (e.g. text length limits).
+      const issue = checked.error.issues[0];
+      return fail(
+        'bad_arguments',
+        `${where}${call.name}: ${issue?.path.join('.') ?? ''} ${issue?.message ?? 'invalid'}`,
+        text
+      );
+    }
+    if (action.type === 'finished' || action.type === 'call_user') {
+      if (i + 1 < calls.length)
+        repairs.push(`ignored ${calls.length - i - 1} action${plural(calls.length - i - 1)} after ${call.name}`);
+      break;
+    }
+  }
+  const first = canonicalActions[0];
+  if (!first) {
+    return fail(
+      'unknown_action',
+      `${unsupported.join(', ')} cannot run yet: the canonical action schema (schemas/actions.ts) has no ${unsupported.join('/')} action`,
+      text
+    );
+  }
+  return { ok: true, action: first, actions, canonicalActions, unsupported, thought, actionText: section, repairs };
 }

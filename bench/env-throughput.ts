@@ -14,6 +14,7 @@ import { createOraclePolicy } from '../activities/env/policies';
 import { BrowserEnvPool } from '../envs/browser/pool';
 import type { GuiEnv } from '../envs/types';
 import { loadSuite, type TaskSpec } from '../tasks';
+import { isSuccess } from '../algorithms/success';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -57,7 +58,8 @@ async function runLoop(
       obs = await env.observe();
     }
     const ev = await env.evaluate();
-    counters.successes += ev.reward;
+    // Counted with the campaign default (reward ≥ 1.0), not summed: a partial score is not a success.
+    if (isSuccess(ev.reward)) counters.successes++;
     if (ev.reward !== 1 && process.env.BENCH_DEBUG)
       console.log(`unsolved: ${task.id} seed ${seed}: ${ev.reason ?? ''}`);
     counters.episodes++;

@@ -24,7 +24,21 @@ export const CampaignSectionSchema = z
       .describe(
         'async = DART decoupled (rollout-wise, overlapping training); sync = coupled baseline with batch barrier.'
       ),
-    suite: z.string().min(1).default('quickstart').describe('Task suite name (tasks/suites/<suite>.json).'),
+    suite: z
+      .string()
+      .min(1)
+      .default('quickstart')
+      .describe(
+        'Tasks to train on: a suite name (tasks/suites/<suite>.json); a path on the orchestrator machine to a folder of task files (<id>.json, <domain>/<id>.json) or to an OSWorld index such as test_all.json ({domain: [id, …]}, tasks at [examples/]<domain>/<id>.json); or a MinIO prefix s3://<bucket>/<prefix> laid out the same way. Tasks found in a domain folder get the id <domain>.<id>.'
+      ),
+    successThreshold: z
+      .number()
+      .gt(0)
+      .max(1)
+      .default(1.0)
+      .describe(
+        "A trajectory counts as a success when its reward ≥ this (the manifest keeps the raw reward). 1.0 = OSWorld's published success rate (a task is solved when its score is 1; partial scores such as 0.25 are failures); dartflow's own tasks reward 0 or 1, so any value in (0, 1] gives the same result. DART's reward > 0: a tiny value such as 1e-9."
+      ),
     maxTrainSteps: posInt.default(200).describe('Stop after this many train steps [§4.9: 200].'),
     maxEpisodes: posInt.default(1_000_000).describe('Stop after this many rollout episodes.'),
     targetSuccess: prob

@@ -56,6 +56,12 @@ class HashingCounter extends Transform {
   }
 }
 
+/** What a conditional write did: wrote the object, or found the key already taken (and wrote nothing). */
+export type ConditionalPutResult = { written: true; ref: ObjectRef } | { written: false };
+
+/** How often a conditional write that met another in-flight one (S3's 409) is tried before giving up. */
+const CONDITIONAL_CONFLICT_TRIES = 5;
+
 /** The bytes putJsonLines stores (each row validated first): to know an object's sha256 before writing it. */
 export function serializeJsonLines<T>(rows: T[], schema?: z.ZodType<T>): Buffer {
   return Buffer.from(rows.map((r) => JSON.stringify(schema ? schema.parse(r) : r)).join('\n'));
@@ -129,6 +135,50 @@ export class ObjectStore {
       this.client.putObject(this.bucket, key, buf, buf.length, { 'Content-Type': contentType, [SHA_META]: sha256 })
     );
     return { bucket: this.bucket, key, sha256, bytes: buf.length };
+  }
+
+  /**
+   * Writes the object only if no object has this key yet (S3 conditional PUT, `If-None-Match: *`): of
+   * two concurrent writers exactly one gets `written: true`; the other gets `written: false` and the
+   * object stays the first writer's. Commit records use it so that two live attempts of one step cannot
+   * both commit. A refused writer should read the object to learn what won: if its own PUT reached the
+   * server but the answer was lost, what won may be its own bytes. Meant for small records (one PUT,
+   * below the client's multipart part size).
+   */
+  async putBytesIfAbsent(
+    key: string,
+    data: Uint8Array,
+    contentType = 'application/octet-stream'
+  ): Promise<ConditionalPutResult> {
+    const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    const sha256 = sha256Hex(buf);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.call(key, () =>
+          this.client.putObject(this.bucket, key, buf, buf.length, {
+            'Content-Type': contentType,
+            [SHA_META]: sha256,
+            'If-None-Match': '*',
+          })
+        );
+        return { written: true, ref: { bucket: this.bucket, key, sha256, bytes: buf.length } };
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === 'PreconditionFailed') return { written: false };
+        // S3 answers 409 while another conditional write of the key is in flight: ask again once it settled.
+        if (code === 'ConditionalRequestConflict' && attempt < CONDITIONAL_CONFLICT_TRIES) {
+          await new Promise((r) => setTimeout(r, 50 * attempt));
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+
+  /** putJson with putBytesIfAbsent's only-if-absent rule (the value is validated before writing). */
+  async putJsonIfAbsent<T>(key: string, value: T, schema?: z.ZodType<T>): Promise<ConditionalPutResult> {
+    const checked = schema ? schema.parse(value) : value;
+    return this.putBytesIfAbsent(key, Buffer.from(JSON.stringify(checked)), 'application/json');
   }
 
   /** Reads a whole object, checking its length and sha256 (the recorded one, or `expectedSha256`). */

@@ -1,3 +1,5 @@
+import { TaskConfigError } from './errors';
+
 /**
  * The task families dartflow ships (one HTML page each under tasks/pages/). Node-free metadata so
  * workflows may import it. `chance` is the estimated success rate of the uniform-random policy
@@ -77,3 +79,14 @@ export const FAMILY_INFO: Record<TaskFamily, FamilyInfo> = {
 };
 
 export const isTaskFamily = (s: string): s is TaskFamily => (TASK_FAMILIES as readonly string[]).includes(s);
+
+/** Metadata of one of dartflow's page families (task families of other sources, e.g. OSWorld domains, have none). */
+export function pageFamilyInfo(family: string): FamilyInfo {
+  if (!isTaskFamily(family))
+    throw new TaskConfigError(
+      `"${family}" is not one of dartflow's page families (${TASK_FAMILIES.join(', ')})`,
+      undefined,
+      'family'
+    );
+  return FAMILY_INFO[family];
+}

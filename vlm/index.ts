@@ -10,6 +10,9 @@ export { summarizeLogprobs, tokenEntropy, type TokenLogprob, type TopLogprob, ty
 export {
   buildMessages,
   computerUsePrompt,
+  uiTarsActionSpace,
+  DEFAULT_PROMPT_OPTIONS,
+  type PromptOptions,
   addBoxTokens,
   pngDataUrl,
   UITARS_SYSTEM_PROMPT,
@@ -24,4 +27,7 @@ export {
   uiTarsPolicyFactory,
   versionFromModelName,
   type UiTarsPolicyOptions,
+  type UiTarsDecision,
 } from './uitars-policy';
+export { parseUiTarsOptions, UiTarsOptionsError, UiTarsOptionsSchema, type UiTarsOptionsInput } from './policy-options';
+export { smartResizePng, resizeRgba, type ResizedScreenshot } from './screenshot';

@@ -4,16 +4,54 @@
  * image-only user turns. The context keeps at most `maxImages` screenshots (oldest dropped first, even
  * the one attached to the instruction) and at most `maxTexts` assistant turns, as DART's runner does.
  *
- * The wording of the template is dartflow's own; its sections (output format, action space, notes,
- * instruction) follow the UI-TARS computer-use prompt the model was trained with.
+ * The template is DART's UI-TARS computer-use prompt word for word (its rollouter's prompt with the
+ * note about the machine's password), because the model was trained and RL-tuned on exactly that
+ * text: rewording it changes what the model does. `callUser` adds UI-TARS's `call_user()` line (DART
+ * has it as a variant, off by default there); `password: null` drops the password note.
  */
 
 export const UITARS_SYSTEM_PROMPT = 'You are a helpful assistant.';
 
-/** The user template. Coordinates are written as (x,y) in the screenshot's pixel space. */
-export function computerUsePrompt(instruction: string, language = 'English'): string {
+export interface PromptOptions {
+  /** Language of the Thought part (DART: English). */
+  language?: string;
+  /** List `call_user()` in the action space (the agent gives up / asks for help; the episode ends). */
+  callUser?: boolean;
+  /** The machine's password for sudo tasks (DART's VMs: "password"); null leaves the note out. */
+  password?: string | null;
+}
+
+export const DEFAULT_PROMPT_OPTIONS: Required<PromptOptions> = {
+  language: 'English',
+  callUser: true,
+  password: 'password',
+};
+
+/** The action space as the prompt lists it; points are (x,y) in the screenshot's coordinate convention. */
+export function uiTarsActionSpace(callUser: boolean): string[] {
   return [
-    'You operate a computer through its screen. Given the task below and the screenshots so far, decide the next action.',
+    "click(start_box='<|box_start|>(x1,y1)<|box_end|>')",
+    "left_double(start_box='<|box_start|>(x1,y1)<|box_end|>')",
+    "right_single(start_box='<|box_start|>(x1,y1)<|box_end|>')",
+    "drag(start_box='<|box_start|>(x1,y1)<|box_end|>', end_box='<|box_start|>(x3,y3)<|box_end|>')",
+    "hotkey(key='')",
+    'type(content=\'\') #If you want to submit your input, use "\\n" at the end of `content`.',
+    "scroll(start_box='<|box_start|>(x1,y1)<|box_end|>', direction='down or up or right or left')",
+    'wait() #Sleep for 5s and take a screenshot to check for any changes.',
+    "finished(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can parse the content in normal python string format.",
+    ...(callUser
+      ? [
+          "call_user() # Submit the task and call the user when the task is unsolvable, or when you need the user's help.",
+        ]
+      : []),
+  ];
+}
+
+/** The user template with the task instruction (the text part of the first user message). */
+export function computerUsePrompt(instruction: string, options: PromptOptions = {}): string {
+  const o = { ...DEFAULT_PROMPT_OPTIONS, ...options };
+  return [
+    'You are a GUI agent. You are given a task and your action history, with screenshots. You need to perform the next action to complete the task.',
     '',
     '## Output Format',
     '```',
@@ -22,23 +60,19 @@ export function computerUsePrompt(instruction: string, language = 'English'): st
     '```',
     '',
     '## Action Space',
-    "click(start_box='<|box_start|>(x1,y1)<|box_end|>')",
-    "left_double(start_box='<|box_start|>(x1,y1)<|box_end|>')",
-    "right_single(start_box='<|box_start|>(x1,y1)<|box_end|>')",
-    "drag(start_box='<|box_start|>(x1,y1)<|box_end|>', end_box='<|box_start|>(x3,y3)<|box_end|>')",
-    "hotkey(key='ctrl c') # keys separated by spaces, lowercase, at most 3",
-    "type(content='xxx') # escape single quotes, double quotes and newlines; end with \\n to submit",
-    "scroll(start_box='<|box_start|>(x1,y1)<|box_end|>', direction='down or up or right or left')",
-    'wait() # pause 5 seconds and take a new screenshot',
-    "finished(content='xxx') # the task is done; escape quotes and newlines as in type",
+    '',
+    ...uiTarsActionSpace(o.callUser),
     '',
     '## Note',
-    `- Write the Thought in ${language}.`,
-    '- In the Thought, give a short plan and then one sentence that summarizes the next action and its target element.',
-    '- Output exactly one action per turn.',
+    `- Use ${o.language} in \`Thought\` part.`,
+    '- Write a small plan and finally summarize your next action (with its target element) in one sentence in `Thought` part.',
+    ...(o.password !== null
+      ? [`- My computer's password is '${o.password}', feel free to use it when you need sudo rights.`]
+      : []),
     '',
     '## User Instruction',
     instruction,
+    '',
   ].join('\n');
 }
 
@@ -84,13 +118,13 @@ export function buildMessages(
   instruction: string,
   turns: readonly VlmTurn[],
   limits: ContextLimits = DART_CONTEXT_LIMITS,
-  language?: string
+  prompt: PromptOptions = {}
 ): ChatMessage[] {
   const firstImage = Math.max(0, turns.length - limits.maxImages);
   const answered = turns.filter((t) => t.response !== undefined).length;
   const firstText = Math.max(0, answered - limits.maxTexts);
   const messages: ChatMessage[] = [{ role: 'system', content: UITARS_SYSTEM_PROMPT }];
-  const intro: ChatContentPart[] = [{ type: 'text', text: computerUsePrompt(instruction, language) }];
+  const intro: ChatContentPart[] = [{ type: 'text', text: computerUsePrompt(instruction, prompt) }];
   let textIndex = 0;
   turns.forEach((turn, i) => {
     const image: ChatContentPart = { type: 'image_url', image_url: { url: pngDataUrl(turn.pngBase64) } };

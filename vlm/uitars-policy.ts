@@ -1,12 +1,21 @@
 /**
  * UI-TARS served by vLLM (or any OpenAI-compatible server) as an EpisodePolicy. Per episode it keeps the
- * screenshots and its own answers, sends the UI-TARS context (vlm/prompt.ts: last 5 screenshots), and
- * turns the answer into a canonical action with the env helper's UI-TARS parser (actions/uitars.ts).
+ * screenshots and its own answers, sends DART's UI-TARS context (vlm/prompt.ts: the computer-use prompt,
+ * the last 5 screenshots, past Thought/Action turns), and turns the answer into canonical actions with
+ * the UI-TARS parser (actions/uitars.ts).
+ *
+ * Screenshots are smart-resized before they are sent (vlm/screenshot.ts) with the same pixel bounds the
+ * coordinate space is computed from, so UI-TARS-1.5's absolute pixels map back exactly; the 0–1000
+ * convention (`coordModel: 'ui-tars'`) is resolution-free.
  *
  * A response that does not parse is a failed action (action null, parseError set, the raw text kept as
  * actionText), never an exception; only transport failures after all retries raise
  * PolicyUnavailableError. The behaviour log-prob is over the whole response (thought + action tokens),
  * because that is the sequence the model sampled and the trainer re-scores.
+ *
+ * A response with several actions: `action` is the first runnable one (what a one-action step loop
+ * runs) and `actions` lists all runnable ones in order, for a step loop that runs them all within the
+ * step (actions/sequence.ts).
  */
 import {
   PolicyUnavailableError,
@@ -14,16 +23,24 @@ import {
   type PolicyDecision,
   type PolicyFactory,
 } from '../activities/env/policy';
-import { parseUiTarsResponse, uiTarsCoordSpace, type UiTarsModel } from '../actions/uitars';
+import { smartResize, type SmartResizeOptions } from '../actions/smart-resize';
+import { parseUiTarsResponse, type CoordSpace, type UiTarsModel } from '../actions/uitars';
+import type { CanonicalAction } from '../schemas/actions';
 import { chatCompletion, ChatCompletionError, type ChatClientOptions } from './chat-client';
 import { summarizeLogprobs } from './logprobs';
-import { buildMessages, DART_CONTEXT_LIMITS, type ContextLimits, type VlmTurn } from './prompt';
+import { parseUiTarsOptions, UiTarsOptionsError } from './policy-options';
+import { buildMessages, DART_CONTEXT_LIMITS, type ContextLimits, type PromptOptions, type VlmTurn } from './prompt';
+import { smartResizePng } from './screenshot';
 
 export interface UiTarsPolicyOptions extends ChatClientOptions {
   /** Coordinate convention of the model: UI-TARS-1.5 writes smart-resized pixels, UI-TARS 0–1000. */
   coordModel?: UiTarsModel;
+  /** Smart-resize bounds (factor 28; Qwen's defaults 100·28² … 16384·28² pixels). */
+  resize?: SmartResizeOptions;
+  /** Resize screenshots on the client (default true); false leaves it to the server's processor. */
+  resizeScreenshots?: boolean;
   limits?: ContextLimits;
-  language?: string;
+  prompt?: PromptOptions;
   /**
    * The model version recorded in each step. vLLM answers with the model name it was started with
    * (DART: the checkpoint path); by default a trailing "v<N>" / "-<N>" / "step<N>" in it is the version,
@@ -32,6 +49,9 @@ export interface UiTarsPolicyOptions extends ChatClientOptions {
   versionOf?: (model: string) => number;
   defaultVersion?: number;
 }
+
+/** A decision that also carries every runnable action of a multi-action response. */
+export type UiTarsDecision = PolicyDecision & { actions?: CanonicalAction[] };
 
 export function versionFromModelName(model: string, fallback = 0): number {
   const m = /(?:^|[-_/])(?:v|step|checkpoint|ckpt)?[-_]?(\d+)\/?$/i.exec(model);
@@ -42,11 +62,21 @@ export function createUiTarsPolicy(opts: UiTarsPolicyOptions): EpisodePolicy {
   const turns: VlmTurn[] = [];
   let instruction: string | undefined;
   let calls = 0;
+  const resize = opts.resize ?? {};
   return {
     async act(obs, { seed, temperature }): Promise<PolicyDecision> {
       instruction ??= obs.instruction;
-      turns.push({ pngBase64: Buffer.from(obs.png.buffer, obs.png.byteOffset, obs.png.byteLength).toString('base64') });
-      const messages = buildMessages(instruction, turns, opts.limits ?? DART_CONTEXT_LIMITS, opts.language);
+      const screen = { width: obs.width, height: obs.height };
+      let png = Buffer.from(obs.png.buffer, obs.png.byteOffset, obs.png.byteLength);
+      // The model's pixels are pixels of the image it saw: with client-side resizing, that image's size.
+      let seen = smartResize(screen.height, screen.width, resize);
+      if (opts.resizeScreenshots !== false) {
+        const r = smartResizePng(obs.png, resize);
+        png = r.png;
+        seen = { width: r.width, height: r.height };
+      }
+      turns.push({ pngBase64: png.toString('base64') });
+      const messages = buildMessages(instruction, turns, opts.limits ?? DART_CONTEXT_LIMITS, opts.prompt);
       let result;
       try {
         // Start each call on the next endpoint so an episode's steps spread over the replicas.
@@ -70,45 +100,59 @@ export function createUiTarsPolicy(opts: UiTarsPolicyOptions): EpisodePolicy {
         policyVersion,
         policyServer: result.baseUrl,
       };
-      const parsed = parseUiTarsResponse(
-        result.text,
-        uiTarsCoordSpace({ width: obs.width, height: obs.height }, opts.coordModel ?? 'ui-tars-1.5')
-      );
+      const space: CoordSpace =
+        opts.coordModel === 'ui-tars' ? { kind: 'relative1000' } : { kind: 'absolute', ...seen };
+      const parsed = parseUiTarsResponse(result.text, space);
       if (!parsed.ok) return { ...base, action: null, parseError: `${parsed.error.code}: ${parsed.error.message}` };
-      return { ...base, action: parsed.action };
+      const decision: UiTarsDecision = { ...base, action: parsed.action, actions: parsed.canonicalActions };
+      return decision;
     },
   };
 }
 
 /**
  * Factory for runEpisode's `policy.kind: 'uitars'`: ctx.endpoints are OpenAI-compatible base URLs
- * (…/v1); ctx.options may set model, topLogprobs, maxTokens, timeoutMs, maxRetries, coordModel.
+ * (…/v1); ctx.options (validated by vlm/policy-options.ts) may set model, topLogprobs, maxTokens,
+ * timeoutMs, maxRetries, coordModel, minPixels, maxPixels, resizeScreenshots, maxImages, maxTexts,
+ * language, callUser and password. A bad value is a UiTarsOptionsError naming the field.
  */
 export function uiTarsPolicyFactory(defaults: Partial<UiTarsPolicyOptions> = {}): PolicyFactory {
   return (ctx) => {
-    const o = ctx.options;
-    const pick = <T>(v: unknown, guard: (x: unknown) => x is T): T | undefined => (guard(v) ? v : undefined);
-    const isNum = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
-    const isStr = (x: unknown): x is string => typeof x === 'string' && x.length > 0;
-    const model = pick(o.model, isStr) ?? defaults.model;
-    if (!model) throw new Error('uitars policy: options.model (the served model name) is required');
+    const o = parseUiTarsOptions(ctx.options);
+    const model = o.model ?? defaults.model;
+    if (!model) throw new UiTarsOptionsError('policy.options.model: missing; set it to the served model name');
     const baseUrls = ctx.endpoints.length ? ctx.endpoints : (defaults.baseUrls ?? []);
-    if (baseUrls.length === 0) throw new Error('uitars policy: no endpoint (policy.endpoints)');
-    const coord = pick(o.coordModel, (x): x is UiTarsModel => x === 'ui-tars' || x === 'ui-tars-1.5');
-    const num = (k: string, d: number | undefined) => pick(o[k], isNum) ?? d;
-    const topLogprobs = num('topLogprobs', defaults.topLogprobs);
-    const maxTokens = num('maxTokens', defaults.maxTokens);
-    const timeoutMs = num('timeoutMs', defaults.timeoutMs);
-    const maxRetries = num('maxRetries', defaults.maxRetries);
+    if (baseUrls.length === 0) {
+      throw new UiTarsOptionsError('policy.endpoints: empty; give the OpenAI-compatible base URLs (…/v1)');
+    }
+    const defined = <T extends object>(x: T): Partial<T> =>
+      Object.fromEntries(Object.entries(x).filter(([, v]) => v !== undefined)) as Partial<T>;
+    const resize = { ...defaults.resize, ...defined({ minPixels: o.minPixels, maxPixels: o.maxPixels }) };
+    const limits = {
+      ...DART_CONTEXT_LIMITS,
+      ...defaults.limits,
+      ...defined({ maxImages: o.maxImages, maxTexts: o.maxTexts }),
+    };
+    const prompt = {
+      ...defaults.prompt,
+      ...defined({ language: o.language, callUser: o.callUser }),
+      ...(o.password !== undefined ? { password: o.password } : {}),
+    };
     return createUiTarsPolicy({
       ...defaults,
       model,
       baseUrls,
-      ...(coord ? { coordModel: coord } : {}),
-      ...(topLogprobs !== undefined ? { topLogprobs } : {}),
-      ...(maxTokens !== undefined ? { maxTokens } : {}),
-      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-      ...(maxRetries !== undefined ? { maxRetries } : {}),
+      resize,
+      limits,
+      prompt,
+      ...defined({
+        coordModel: o.coordModel,
+        resizeScreenshots: o.resizeScreenshots,
+        topLogprobs: o.topLogprobs,
+        maxTokens: o.maxTokens,
+        timeoutMs: o.timeoutMs,
+        maxRetries: o.maxRetries,
+      }),
       ...(ctx.versionHint !== undefined && defaults.defaultVersion === undefined
         ? { defaultVersion: ctx.versionHint }
         : {}),

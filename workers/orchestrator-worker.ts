@@ -5,6 +5,7 @@
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { createCampaignDataActivities } from '../activities/data/campaign-data';
 import { createCampaignSetupActivities } from '../activities/data/campaign-setup';
+import { createChildActivities } from '../activities/data/children';
 import { createProofActivities } from '../activities/data/proof';
 import { ensureInitialCheckpoint } from '../activities/trainer/checkpoints';
 import { specForWidth } from '../activities/trainer/train-step';
@@ -20,6 +21,7 @@ export function createOrchestratorActivities(store: ObjectStore) {
   return {
     ...createProofActivities({ store }),
     ...createCampaignDataActivities({ store }),
+    ...createChildActivities(),
     ...createCampaignSetupActivities({
       store,
       ensureInitialCheckpoint: (campaignId, config) =>

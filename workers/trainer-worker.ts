@@ -1,7 +1,9 @@
 /**
  * Trainer worker: `trainStep` and `behaviourClone` on the `trainer` task queue. One train step at a time
  * (a fixed-size slot: the trainer owns its CPU/GPU); onnxruntime blocks the event loop per minibatch, so
- * the heartbeat timeout is generous and heartbeats go out between minibatches.
+ * the heartbeat timeout is generous and heartbeats go out between minibatches (and per trajectory while
+ * samples load). An attempt that outlives its heartbeat timeout may still be running when the retry starts
+ * on another trainer: the commit (activities/trainer/commit.ts) lets only one of them write the step.
  */
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { createTrainerActivities } from '../activities/trainer/train-step';

@@ -5,9 +5,15 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { createCampaignDataActivities } from '../activities/data/campaign-data';
 import type { EnvActivities } from '../activities/env/run-episode';
+import type { createTrainerActivities } from '../activities/trainer/train-step';
 import { TASK_QUEUES } from '../schemas/task-queues';
 
-/** Env workers: an episode is seconds on the browser env, minutes on OSWorld; heartbeats every step catch dead workers fast. */
+/**
+ * Env workers: one activity per episode (the unit of scheduling, as DART's rollout-wise scheduling), so an
+ * env worker never runs more episodes than it has slots and no timeout grows with the queue: an episode
+ * waits in Temporal's task queue (no schedule-to-start limit) until some worker has a free slot, then has
+ * 15 minutes (seconds on the browser env, minutes on OSWorld); a heartbeat every step catches dead workers.
+ */
 export const envActivities = proxyActivities<EnvActivities>({
   taskQueue: TASK_QUEUES.env,
   startToCloseTimeout: '15 minutes',
@@ -37,4 +43,21 @@ export const dataActivities = proxyActivities<ReturnType<typeof createCampaignDa
   taskQueue: TASK_QUEUES.orchestrator,
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
+});
+
+/**
+ * The trainer. A train step is seconds on the embedded policy and minutes for a VLM; a heartbeat per
+ * minibatch (and while samples load) detects a dead trainer fast, and the step is retried elsewhere
+ * (trainStep is idempotent: a retry returns the checkpoint a live attempt already committed).
+ */
+export const trainerActivities = proxyActivities<ReturnType<typeof createTrainerActivities>>({
+  taskQueue: TASK_QUEUES.trainer,
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: {
+    initialInterval: '2 seconds',
+    maximumInterval: '1 minute',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: ['NonFiniteLossError', 'CheckpointMismatchError', 'InvalidTrainInput'],
+  },
 });

@@ -1,12 +1,16 @@
 /**
- * campaignWorkflow — a DART training campaign (days long). Rollout-wise scheduling keeps env capacity
- * full (the next task group starts the moment one ends); train steps start whenever enough eligible
- * groups are buffered and overlap the rollouts (staleness bound per sample); every new checkpoint rolls
- * out server by server; held-out evaluations feed the learning curve. `mode: sync` runs the coupled
- * baseline (batch barrier → train → sync every server) through the same code.
+ * campaignWorkflow — a DART training campaign (days long). The workflow is a thin executor of a pure
+ * state machine (workflows/logic/campaign-loop.ts `tick`): rollout-wise scheduling keeps env capacity
+ * full, train steps start whenever enough eligible groups are buffered and overlap the rollouts
+ * (staleness bound along the version lineage), every new checkpoint rolls out server by server, held-out
+ * evaluations feed the learning curve. `mode: sync` runs the coupled baseline through the same code.
  *
- * Durable by construction: state is carried across continue-as-new; task groups are ABANDON children
- * that signal the campaign by workflow id, so they survive both continue-as-new and worker crashes.
+ * Nothing long runs in this workflow: task groups, train steps, model rollouts and evaluations are ABANDON
+ * children that report back by signal to the campaign's workflow id (so they reach its latest run), and
+ * whose refs travel in the carried state. Continue-as-new therefore never waits for a train step or a
+ * rollout, and the history stays small. A child that ends without reporting (failed, terminated, timed
+ * out) is settled from its result watcher (children of this run) or by `describeChildren` (children of
+ * earlier runs). Carried state is versioned and validated (workflows/logic/state-schema.ts).
  */
 import {
   allHandlersFinished,
@@ -16,39 +20,51 @@ import {
   executeChild,
   log,
   ParentClosePolicy,
-  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  sleep,
   startChild,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { createCampaignSetupActivities } from '../activities/data/campaign-setup';
-import type { TrainStepResult } from '../activities/trainer/types';
-import type { createTrainerActivities } from '../activities/trainer/train-step';
+import type { ChildDescription, createChildActivities } from '../activities/data/children';
 import { CampaignConfigSchema, type CampaignConfigInput } from '../schemas/config';
 import { SEARCH_ATTRIBUTES } from '../schemas/search-attributes';
 import { TASK_QUEUES } from '../schemas/task-queues';
-import { dataActivities } from './activity-proxies';
-import type { EvalPoint, GroupSummary, PolicyEndpoint } from '../schemas/campaign';
+import { dataActivities, dataLocalActivities, trainerActivities } from './activity-proxies';
+import type { EvalPoint, GroupSummary } from '../schemas/campaign';
 import { applyLiveOverrides } from './logic/live-config';
-import { batchDiscards, failedStepDiscards, groupDiscards, lostDiscards, type DiscardEntry } from './logic/discards';
 import {
+  batchDiscards,
+  failedStepDiscards,
+  groupDiscards,
+  lostDiscards,
+  lostGroupDiscards,
+  type DiscardEntry,
+} from './logic/discards';
+import {
+  adoptTrainedVersion,
+  applyRolloutOutcome,
   campaignStatus,
   initialCampaignState,
-  markGroupStarted,
-  planNextGroup,
+  isTrainable,
   pruneStaleBuffer,
   recordEval,
   recordGroup,
-  selectTrainBatch,
-  shouldStop,
+  recordGroupLost,
+  setEndpoints,
   simulatedTrainStepMs,
-  takeFromBuffer,
+  trimBuffer,
+  isSuccessReward,
   type CampaignState,
   type GroupPlan,
+  type RolloutOutcome,
 } from './logic/campaign-state';
+import { startEval as beginEval, startRollout as beginRollout, tick, type CampaignAction } from './logic/campaign-loop';
+import { addVersion } from './logic/lineage';
+import { loadCarriedState, stateBytes, STATE_INLINE_LIMIT_BYTES } from './logic/state-schema';
 import {
   evalFinishedSignal,
   groupFinishedSignal,
@@ -62,15 +78,20 @@ import {
   statusQuery,
   stopUpdate,
   taskStatsQuery,
+  trainStepFinishedSignal,
+  type TrainStepOutcome,
 } from './messages';
 import { evaluateWorkflow } from './evaluate';
-import { modelRolloutWorkflow } from './model-rollout';
+import { modelRolloutWorkflow, type ModelRolloutResult } from './model-rollout';
 import { taskGroupWorkflow } from './task-group';
+import { trainStepWorkflow } from './train-step';
 
 export interface CampaignInput {
   config: CampaignConfigInput;
-  /** Carried by continue-as-new; absent on the first run. */
-  state?: CampaignState;
+  /** Carried by continue-as-new (validated and migrated by loadCarriedState); absent on the first run. */
+  state?: unknown;
+  /** Carried by reference when the state is too large to travel inline (saveCampaignState). */
+  stateRef?: { key: string };
   /** Test hook: continue-as-new after this many loop iterations (in addition to the server's suggestion). */
   continueAsNewAfterIterations?: number;
 }
@@ -96,47 +117,35 @@ const setup = proxyActivities<ReturnType<typeof createCampaignSetupActivities>>(
     nonRetryableErrorTypes: ['TaskConfigError', 'ConfigError'],
   },
 });
-const data = dataActivities;
-const trainer = proxyActivities<ReturnType<typeof createTrainerActivities>>({
-  taskQueue: TASK_QUEUES.trainer,
-  // A train step is seconds on the embedded policy; a heartbeat per minibatch detects a dead trainer fast
-  // (a kill -9'd trainer holds training for this long before the step is retried elsewhere).
-  startToCloseTimeout: '30 minutes',
-  heartbeatTimeout: '1 minute',
-  retry: {
-    initialInterval: '2 seconds',
-    maximumInterval: '1 minute',
-    maximumAttempts: 10,
-    nonRetryableErrorTypes: ['NonFiniteLossError', 'CheckpointMismatchError', 'InvalidTrainInput'],
-  },
+const children = proxyActivities<ReturnType<typeof createChildActivities>>({
+  taskQueue: TASK_QUEUES.orchestrator,
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
 });
+const data = dataActivities;
+
+/** How often the campaign refreshes the live policy servers and settles children of earlier runs. */
+const HOUSEKEEPING_MS = 30_000;
+/** A child of an earlier run is described only after it had this long to report by itself. */
+const RECONCILE_AFTER_MS = 60_000;
 
 export async function campaignWorkflow(input: CampaignInput): Promise<CampaignResult> {
   const config = CampaignConfigSchema.parse(input.config);
   const wfId = workflowInfo().workflowId;
-  let s: CampaignState;
-  if (input.state) {
-    s = input.state;
-    s.runIndex++;
-  } else {
-    const prepared = await setup.prepareCampaign({ config });
-    s = initialCampaignState({
-      campaignId: config.campaign.id,
-      config,
-      tasks: prepared.tasks,
-      heldOut: prepared.heldOut,
-      startedAtMs: Date.now(),
-      initialVersion: prepared.initialVersion,
-    });
-    for (const [taskId, n] of Object.entries(prepared.poolSizes)) if (s.stats[taskId]) s.stats[taskId].poolSize = n;
-    s.phase = 'running';
-  }
-  let endpoints: PolicyEndpoint[] = [];
-  let trainInFlight = false;
-  let rolloutInFlight = false;
-  /** A trained version waiting for the model rollout in flight to finish (async mode, no canary gate). */
-  let pendingRollout: number | null = null;
-  let evalInFlight = false;
+  // Until the suite is prepared (first run) or the carried state is loaded (by reference), a placeholder
+  // answers queries and records pause/stop, so every handler is registered before the first await.
+  let s: CampaignState = input.state
+    ? loadCarriedState(input.state)
+    : initialCampaignState({
+        campaignId: config.campaign.id,
+        config,
+        tasks: [],
+        heldOut: [],
+        startedAtMs: Date.now(),
+        initialVersion: 0,
+      });
+  let ready = input.state !== undefined;
   let dirty = true;
   const wake = () => {
     dirty = true;
@@ -144,11 +153,10 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
 
   // ---- discard records: why completed trajectories were not trained on (with the ledger, every
   // trajectory is accounted for; cli/lineage.ts). Written by the data manager, in order, off the hot path.
-  const recordDiscards = patched('discard-records-v1');
   let discardQueue: DiscardEntry[] = [];
   let discardWrites: Promise<unknown> = Promise.resolve();
   const discard = (entries: DiscardEntry[]): void => {
-    if (recordDiscards) discardQueue.push(...entries);
+    discardQueue.push(...entries);
   };
   const flushDiscards = (): Promise<unknown> => {
     if (discardQueue.length === 0) return discardWrites;
@@ -160,7 +168,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       .catch((err: unknown) => log.warn('discard records not written', { error: String(err) }));
     return discardWrites;
   };
-  /** pruneStaleBuffer, recording the groups it drops. */
+  /** pruneStaleBuffer, recording the groups it drops (stale, or from an abandoned branch). */
   const prune = (): void => {
     const before = s.buffer;
     pruneStaleBuffer(s);
@@ -174,49 +182,81 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     );
   };
 
-  // ---- control plane -------------------------------------------------------------------------------
-  setHandler(statusQuery, () => campaignStatus(s, { trainInFlight }));
-  setHandler(taskStatsQuery, () => Object.values(s.stats));
-  setHandler(groupFinishedSignal, (g: GroupSummary) => {
-    // Successes the group added to the pool are counted by their pool writes (bounded by poolWanted).
-    const added = Math.min(
-      g.trajectories.filter((t) => !t.injectedFromPool && (t.reward ?? 0) > 0).length,
-      Math.max(0, s.config.curation.precollectSuccessesPerTask - (s.stats[g.taskId]?.poolSize ?? 0))
-    );
-    if (recordGroup(s, g, s.config.curation.experiencePool ? added : 0)) {
-      discard(lostDiscards(g));
-      wake();
-    }
-  });
-  setHandler(evalFinishedSignal, (p: EvalPoint) => {
-    recordEval(s, p);
-    evalInFlight = false;
+  // ---- what children report (by signal, by their result watcher, or through describeChildren) -------
+  function onGroupFinished(g: GroupSummary): void {
+    // Successes the group offered the pool; the pool keeps the newest k per task.
+    const k = s.config.curation.precollectSuccessesPerTask;
+    const added = Math.min(g.trajectories.filter((t) => !t.injectedFromPool && isSuccessReward(s, t.reward)).length, k);
+    if (!recordGroup(s, g, s.config.curation.experiencePool ? added : 0)) return;
+    discard(lostDiscards(g));
+    discard(groupDiscards(trimBuffer(s), 'prune', 'buffer-full'));
     wake();
-  });
-  setHandler(modelRolledOutSignal, (r) => {
-    s.servedVersions = { ...r.servedVersions };
-    rolloutInFlight = false;
-    if (r.ok && !evalInFlight && r.version - Math.max(0, s.lastEvalVersion) >= s.config.eval.everyVersions) {
-      // Evaluate once the new version is actually served, so the curve point measures that version.
-      startEval(r.version);
+  }
+  function onGroupLost(groupId: string, why: string): void {
+    const g = recordGroupLost(s, groupId);
+    if (!g) return;
+    log.warn('task group ended without reporting; its episodes count as lost', { groupId, why });
+    discard(lostGroupDiscards(g));
+    wake();
+  }
+  function onTrainFinished(o: TrainStepOutcome): void {
+    const train = s.train;
+    if (!train || train.workflowId !== o.workflowId) return; // a duplicate report
+    s.train = null;
+    if (o.ok && o.version !== undefined) {
+      if (adoptTrainedVersion(s, { version: o.version, fromVersion: train.fromVersion }) === 'adopted') prune();
+      else log.warn('trained version abandoned: the head moved while it trained', { version: o.version });
+    } else {
+      log.error('train step failed; keeping the previous checkpoint', { trainStep: o.trainStep, error: o.error });
+      discard(failedStepDiscards(train.groups));
     }
-    if (!r.ok) {
-      // The new version is abandoned: train on from what the servers still serve (the last good one).
-      const served = Object.values(r.servedVersions);
-      if (served.length > 0) s.policyVersion = Math.min(...served);
-      s.rolledBack++;
-      prune();
+    wake();
+  }
+  function onRolledOut(r: RolloutOutcome): void {
+    if (!s.rollout || s.rollout.version !== r.version) return;
+    if (applyRolloutOutcome(s, r) === 'rolled-back') {
       log.warn('model rollout rolled back', { version: r.version, trainingFrom: s.policyVersion, reason: r.reason });
+      prune();
     }
     wake();
-  });
+  }
+  function onRolloutLost(version: number, why: string): void {
+    if (!s.rollout || s.rollout.version !== version) return;
+    // The rollout child ended without a result: what the servers serve is unknown, so roll the head out again.
+    log.warn('model rollout ended without reporting; rolling the head out again', { version, why });
+    s.rollout = null;
+    if (s.pendingRollout === null) s.pendingRollout = s.policyVersion;
+    wake();
+  }
+  function onEvalFinished(p: EvalPoint): void {
+    if (!s.evaluation) return;
+    s.evaluation = null;
+    recordEval(s, p);
+    wake();
+  }
+  function onEvalLost(why: string): void {
+    if (!s.evaluation) return;
+    log.warn('evaluation ended without reporting', { why });
+    s.evaluation = null;
+    wake();
+  }
+
+  // ---- control plane (thin handlers: record the request, wake the loop) -------------------------------
+  setHandler(statusQuery, () => campaignStatus(s));
+  setHandler(taskStatsQuery, () => Object.values(s.stats));
+  setHandler(groupFinishedSignal, onGroupFinished);
+  setHandler(evalFinishedSignal, onEvalFinished);
+  setHandler(modelRolledOutSignal, onRolledOut);
+  setHandler(trainStepFinishedSignal, onTrainFinished);
   setHandler(pauseUpdate, () => {
     s.paused = true;
+    publish();
     wake();
     return campaignStatus(s);
   });
   setHandler(resumeUpdate, () => {
     s.paused = false;
+    publish();
     wake();
     return campaignStatus(s);
   });
@@ -257,7 +297,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     async (u) => {
       await data.injectSuccess({ campaignId: s.campaignId, taskId: u.taskId, manifestKey: u.manifestKey });
       const st = s.stats[u.taskId]!;
-      st.poolSize++;
+      st.poolSize = Math.min(s.config.curation.precollectSuccessesPerTask, st.poolSize + 1);
       return st;
     },
     {
@@ -270,83 +310,150 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   );
   setHandler(
     pinCheckpointUpdate,
-    async (u) => {
+    (u) => {
       s.pinnedVersion = u.version;
-      if (u.version !== null) {
-        // Roll every server to the pinned version (a manual rollback) and train on from it.
+      if (u.version !== null && u.version !== s.policyVersion) {
+        // A manual rollback: serve the pinned version and train on from it. Versions trained from the old
+        // head are abandoned along the lineage (their data is never trained into the pinned line).
         s.policyVersion = u.version;
+        s.pendingRollout = u.version;
+        s.abandonedVersions++;
         prune();
-        await rollOut(u.version);
       }
+      wake();
       return campaignStatus(s);
     },
     {
       validator: (u) => {
-        if (u.version !== null && (!Number.isInteger(u.version) || u.version < 0 || u.version > s.policyVersion)) {
-          throw new Error(`version must be an existing checkpoint between 0 and ${s.policyVersion}`);
+        const known = Math.max(s.policyVersion, ...Object.keys(s.lineage).map(Number));
+        if (u.version !== null && (!Number.isInteger(u.version) || u.version < 0 || u.version > known)) {
+          throw new Error(`version must be an existing checkpoint between 0 and ${known}`);
+        }
+        if (u.version !== null && s.lineage[String(u.version)] === undefined && u.version !== s.policyVersion) {
+          throw new Error(
+            `v${u.version} is not in this campaign's recent lineage (known: ${Object.keys(s.lineage).join(', ')})`
+          );
         }
       },
     }
   );
 
-  // ---- the four moving parts ---------------------------------------------------------------------
-  async function refreshEndpoints(): Promise<void> {
-    endpoints = await data.listPolicyServers({});
-    if (endpoints.length === 0) log.warn('no policy server registered yet; waiting');
+  // ---- visibility: search attributes only when they change (each upsert is a history event) ----------
+  let published = '';
+  function publish(): void {
+    const st = campaignStatus(s);
+    const attrs = {
+      version: s.policyVersion,
+      success: Math.round((st.lastEval?.successRate ?? st.recentSuccessRate) * 1000) / 1000,
+      phase: st.phase,
+    };
+    const key = JSON.stringify(attrs);
+    if (key !== published) {
+      published = key;
+      upsertSearchAttributes([
+        { key: SEARCH_ATTRIBUTES.campaignId, value: s.campaignId },
+        { key: SEARCH_ATTRIBUTES.policyVersion, value: attrs.version },
+        { key: SEARCH_ATTRIBUTES.successRate, value: attrs.success },
+        { key: SEARCH_ATTRIBUTES.state, value: attrs.phase },
+      ]);
+    }
+    setCurrentDetails(
+      [
+        `**Campaign** \`${s.campaignId}\` (${s.config.campaign.mode}) — **${st.phase}**`,
+        `- policy version **v${s.policyVersion}**, served: ${
+          Object.entries(s.servedVersions)
+            .map(([k, v]) => `${k}=v${v}`)
+            .join(', ') || '—'
+        }${s.pendingRollout !== null ? `, waiting to roll out v${s.pendingRollout}` : ''}`,
+        `- episodes ${s.episodes}, train steps ${s.trainSteps}/${s.config.campaign.maxTrainSteps}${
+          s.train ? ` (step ${s.train.trainStep} running)` : ''
+        }, groups in flight ${st.groupsInFlight}, buffered ${st.bufferedGroups}`,
+        `- recent rollout success ${(st.recentSuccessRate * 100).toFixed(1)}%, held-out ${st.lastEval ? `${(st.lastEval.successRate * 100).toFixed(1)}% @v${st.lastEval.version}` : '—'}`,
+        `- infra failures ${s.infraFailures} (never recorded as reward), rollbacks ${s.rolledBack}, abandoned versions ${s.abandonedVersions}, run ${s.runIndex}`,
+      ].join('\n')
+    );
   }
+
+  // ---- carrying actions out ---------------------------------------------------------------------------
+  const policyKind = () => (s.config.policy.kind === 'vlm' ? 'uitars' : 'embedded');
 
   async function startGroup(plan: GroupPlan): Promise<void> {
-    markGroupStarted(s, plan, Date.now());
-    await startChild(taskGroupWorkflow, {
-      workflowId: plan.groupId,
-      taskQueue: TASK_QUEUES.orchestrator,
-      parentClosePolicy: ParentClosePolicy.ABANDON,
-      args: [
-        {
-          campaignId: s.campaignId,
-          parentWorkflowId: wfId,
-          groupId: plan.groupId,
-          task: plan.task.spec,
-          seed: plan.seed,
-          n: plan.n,
-          maxSteps: plan.maxSteps,
-          policy: {
-            kind: s.config.policy.kind === 'vlm' ? 'uitars' : 'embedded',
-            endpoints: endpoints.map((e) => e.url),
-            temperature: s.config.rollout.temperature,
-            versionHint: s.policyVersion,
+    try {
+      const handle = await startChild(taskGroupWorkflow, {
+        workflowId: plan.groupId,
+        taskQueue: TASK_QUEUES.orchestrator,
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        args: [
+          {
+            campaignId: s.campaignId,
+            parentWorkflowId: wfId,
+            groupId: plan.groupId,
+            task: plan.task.spec,
+            seed: plan.seed,
+            n: plan.n,
+            maxSteps: plan.maxSteps,
+            policy: {
+              kind: policyKind(),
+              endpoints: s.endpoints.map((e) => e.url),
+              temperature: s.config.rollout.temperature,
+              versionHint: s.policyVersion,
+            },
+            // Look a pooled success up only when the pool holds one for this task (saves a MinIO list and
+            // a local activity per all-failed group while the pool is still empty).
+            experiencePool: s.config.curation.experiencePool && (s.stats[plan.task.id]?.poolSize ?? 0) > 0,
+            poolWanted: plan.poolWanted,
+            successThreshold: s.config.campaign.successThreshold,
           },
-          // Look a pooled success up only when the pool holds one for this task (saves a MinIO list and a
-          // local activity per all-failed group while the pool is still empty).
-          experiencePool: s.config.curation.experiencePool && (s.stats[plan.task.id]?.poolSize ?? 0) > 0,
-          poolWanted: plan.poolWanted,
-        },
-      ],
-    });
+        ],
+      });
+      void handle.result().then(onGroupFinished, (err: unknown) => onGroupLost(plan.groupId, String(err)));
+    } catch (err) {
+      onGroupLost(plan.groupId, `could not start: ${String(err)}`);
+    }
   }
 
-  async function rollOut(version: number): Promise<void> {
-    rolloutInFlight = true;
-    await startChild(modelRolloutWorkflow, {
-      workflowId: `${s.campaignId}-rollout-v${version}-${s.runIndex}-${s.trainSteps}`,
-      taskQueue: TASK_QUEUES.orchestrator,
-      parentClosePolicy: ParentClosePolicy.ABANDON,
-      args: [
-        {
-          campaignId: s.campaignId,
-          parentWorkflowId: wfId,
-          version,
-          servers: endpoints,
-          servedVersions: s.servedVersions,
-          gate: s.config.campaign.mode === 'sync' ? null : gateFor(version),
-        },
-      ],
-    });
+  async function startTrainStep(a: Extract<CampaignAction, { kind: 'startTrainStep' }>): Promise<void> {
+    const lost = (why: string): void =>
+      onTrainFinished({
+        workflowId: a.workflowId,
+        trainStep: a.trainStep,
+        fromVersion: a.fromVersion,
+        ok: false,
+        error: why,
+      });
+    try {
+      const handle = await startChild(trainStepWorkflow, {
+        workflowId: a.workflowId,
+        taskQueue: TASK_QUEUES.orchestrator,
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        args: [
+          {
+            parentWorkflowId: wfId,
+            train: {
+              campaignId: s.campaignId,
+              trainStep: a.trainStep,
+              fromVersion: a.fromVersion,
+              groups: a.batch.groups,
+              trainer: s.config.trainer,
+              maxStaleness: s.config.curation.maxStaleness,
+              allowedVersions: a.batch.allowedVersions,
+              referenceVersion: s.referenceVersion,
+              policy: { seed: s.config.policy.seed, width: s.config.policy.width },
+              minStepMs: simulatedTrainStepMs(s.config),
+            },
+          },
+        ],
+      });
+      void handle.result().then(onTrainFinished, (err: unknown) => lost(String(err)));
+    } catch (err) {
+      lost(`could not start: ${String(err)}`);
+    }
   }
 
   function gateFor(version: number) {
     const last = s.evals.at(-1);
     const every = s.config.eval.gateEveryVersions;
+    if (s.config.campaign.mode === 'sync') return null;
     if (!last || s.heldOut.length === 0 || every === 0 || version % every !== 0) return null;
     return {
       tasks: s.heldOut.map((t) => t.spec),
@@ -356,90 +463,144 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     };
   }
 
-  function startEval(version: number): void {
-    if (s.heldOut.length === 0) return;
-    evalInFlight = true;
-    s.lastEvalVersion = version;
-    void startChild(evaluateWorkflow, {
-      workflowId: `${s.campaignId}-eval-v${version}-${s.runIndex}-${s.trainSteps}`,
-      taskQueue: TASK_QUEUES.orchestrator,
-      parentClosePolicy: ParentClosePolicy.ABANDON,
-      args: [
-        {
-          campaignId: s.campaignId,
-          parentWorkflowId: wfId,
-          version,
-          tasks: s.heldOut.map((t) => t.spec),
-          episodesPerTask: s.config.eval.episodesPerTask,
-          endpoints: endpoints.map((e) => e.url),
-          policyKind: s.config.policy.kind === 'vlm' ? 'uitars' : 'embedded',
-          atEpisodes: s.episodes,
-          startedAtMs: s.startedAtMs,
-        },
-      ],
-    });
+  async function startRollout(a: Extract<CampaignAction, { kind: 'startRollout' }>): Promise<void> {
+    try {
+      const handle = await startChild(modelRolloutWorkflow, {
+        workflowId: a.workflowId,
+        taskQueue: TASK_QUEUES.orchestrator,
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        args: [
+          {
+            campaignId: s.campaignId,
+            parentWorkflowId: wfId,
+            version: a.version,
+            servers: s.endpoints,
+            servedVersions: s.servedVersions,
+            gate: gateFor(a.version),
+            policyKind: policyKind(),
+          },
+        ],
+      });
+      void handle.result().then(
+        (r: ModelRolloutResult) => onRolledOut(r),
+        (err: unknown) => onRolloutLost(a.version, String(err))
+      );
+    } catch (err) {
+      onRolloutLost(a.version, `could not start: ${String(err)}`);
+    }
   }
 
-  async function runTrainStep(minGroups?: number): Promise<TrainStepResult | null> {
-    const batch = selectTrainBatch(s, { minGroups });
-    if (!batch) return null;
-    discard(batchDiscards(s.buffer, batch, s.policyVersion, s.config.curation.maxStaleness));
-    takeFromBuffer(s, batch);
-    trainInFlight = true;
+  async function startEvaluation(a: Extract<CampaignAction, { kind: 'startEval' }>): Promise<void> {
     try {
-      const result = await trainer.trainStep({
-        campaignId: s.campaignId,
-        trainStep: s.trainSteps + 1,
-        fromVersion: s.policyVersion,
-        groups: batch.groups,
-        trainer: s.config.trainer,
-        maxStaleness: s.config.curation.maxStaleness,
-        referenceVersion: s.referenceVersion ?? 0,
-        policy: { seed: s.config.policy.seed, width: s.config.policy.width },
-        minStepMs: simulatedTrainStepMs(s.config),
+      const handle = await startChild(evaluateWorkflow, {
+        workflowId: a.workflowId,
+        taskQueue: TASK_QUEUES.orchestrator,
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        args: [
+          {
+            campaignId: s.campaignId,
+            parentWorkflowId: wfId,
+            version: a.version,
+            tasks: s.heldOut.map((t) => t.spec),
+            episodesPerTask: s.config.eval.episodesPerTask,
+            endpoints: s.endpoints.map((e) => e.url),
+            policyKind: policyKind(),
+            atEpisodes: s.episodes,
+            startedAtMs: s.startedAtMs,
+            successThreshold: s.config.campaign.successThreshold,
+          },
+        ],
       });
-      s.trainSteps++;
-      s.policyVersion = result.version;
-      prune();
-      return result;
+      void handle.result().then(onEvalFinished, (err: unknown) => onEvalLost(String(err)));
     } catch (err) {
-      // A refused step (NaN loss, bad batch) keeps the previous checkpoint; the campaign goes on.
-      log.error('train step failed; keeping the previous checkpoint', { error: String(err) });
-      discard(failedStepDiscards(batch));
-      return null;
-    } finally {
-      trainInFlight = false;
+      onEvalLost(`could not start: ${String(err)}`);
+    }
+  }
+
+  /** Carries out the decisions of one tick; all child starts go out in one workflow task. */
+  async function execute(actions: CampaignAction[]): Promise<void> {
+    const starts: Array<Promise<void>> = [];
+    for (const a of actions) {
+      if (a.kind === 'startGroups') for (const plan of a.plans) starts.push(startGroup(plan));
+      else if (a.kind === 'startTrainStep' || a.kind === 'dropBatch') {
+        // What the step leaves out of the groups it took (the head is still the step's fromVersion here).
+        discard(batchDiscards(a.taken, a.batch, (t) => !isTrainable(s, t)));
+        if (a.kind === 'startTrainStep') starts.push(startTrainStep(a));
+      } else if (a.kind === 'startRollout') starts.push(startRollout(a));
+      else if (a.kind === 'startEval') starts.push(startEvaluation(a));
+    }
+    await Promise.all(starts);
+  }
+
+  // ---- housekeeping: live policy servers, children that ended without reporting ------------------------
+  async function refreshEndpoints(): Promise<void> {
+    const live = await dataLocalActivities.listPolicyServers({});
+    const before = s.endpoints.map((e) => e.serverId).join(',');
+    setEndpoints(s, live);
+    if (s.endpoints.map((e) => e.serverId).join(',') !== before) {
+      log.info('policy servers changed', { servers: s.endpoints.map((e) => e.serverId) });
+      // A server that joined (or came back) serves whatever it loaded last: roll the head out to it.
+      const unserved = s.endpoints.some((e) => s.servedVersions[e.serverId] === undefined);
+      if (unserved && !s.rollout && s.pendingRollout === null && ready) s.pendingRollout = s.policyVersion;
       wake();
     }
   }
 
-  function publish(): void {
-    const st = campaignStatus(s);
-    upsertSearchAttributes([
-      { key: SEARCH_ATTRIBUTES.campaignId, value: s.campaignId },
-      { key: SEARCH_ATTRIBUTES.policyVersion, value: s.policyVersion },
-      { key: SEARCH_ATTRIBUTES.successRate, value: st.lastEval?.successRate ?? st.recentSuccessRate },
-      { key: SEARCH_ATTRIBUTES.state, value: st.phase },
-    ]);
-    setCurrentDetails(
-      [
-        `**Campaign** \`${s.campaignId}\` (${s.config.campaign.mode}) — **${st.phase}**`,
-        `- policy version **v${s.policyVersion}**, served: ${
-          Object.entries(s.servedVersions)
-            .map(([k, v]) => `${k}=v${v}`)
-            .join(', ') || '—'
-        }`,
-        `- episodes ${s.episodes}, train steps ${s.trainSteps}/${s.config.campaign.maxTrainSteps}, groups in flight ${st.groupsInFlight}, buffered ${st.bufferedGroups}`,
-        `- recent rollout success ${(st.recentSuccessRate * 100).toFixed(1)}%, held-out ${st.lastEval ? `${(st.lastEval.successRate * 100).toFixed(1)}% @v${st.lastEval.version}` : '—'}`,
-        `- infra failures ${s.infraFailures} (never recorded as reward)`,
-      ].join('\n')
-    );
+  function settle(d: ChildDescription): void {
+    if (d.status === 'RUNNING') return;
+    const ok = d.status === 'COMPLETED';
+    if (s.inFlight[d.workflowId]) {
+      if (ok) onGroupFinished(d.result as GroupSummary);
+      else onGroupLost(d.workflowId, d.status);
+    } else if (s.train?.workflowId === d.workflowId) {
+      if (ok) onTrainFinished(d.result as TrainStepOutcome);
+      else onTrainFinished({ ...s.train, workflowId: d.workflowId, ok: false, error: d.status });
+    } else if (s.rollout?.workflowId === d.workflowId) {
+      if (ok) onRolledOut(d.result as ModelRolloutResult);
+      else onRolloutLost(s.rollout.version, d.status);
+    } else if (s.evaluation?.workflowId === d.workflowId) {
+      if (ok) onEvalFinished(d.result as EvalPoint);
+      else onEvalLost(d.status);
+    }
   }
 
-  /**
-   * Optional behaviour-cloning warm start (DART starts RL from an SFT model): oracle demonstrations on
-   * train seeds through the env workers, then one behaviourClone step on the trainer → the next version.
-   */
+  /** Children started by earlier runs cannot be watched from this run: ask what became of them. */
+  async function reconcile(): Promise<void> {
+    const now = Date.now();
+    const old = (c: { run: number; startedAtMs: number }) =>
+      c.run < s.runIndex && now - c.startedAtMs > RECONCILE_AFTER_MS;
+    const ids = [
+      ...[s.train, s.rollout, s.evaluation].filter((c): c is NonNullable<typeof c> => c !== null && old(c)),
+      ...Object.values(s.inFlight)
+        .filter(old)
+        .map((g) => ({ workflowId: g.groupId })),
+    ].map((c) => c.workflowId);
+    if (ids.length === 0) return;
+    for (const d of await children.describeChildren({ workflowIds: ids })) settle(d);
+  }
+
+  let housekeepingDue = false;
+  let housekeepingTimer = false;
+  /** One timer per housekeeping period (not one per loop iteration: each timer costs history events). */
+  function scheduleHousekeeping(): void {
+    if (housekeepingTimer) return;
+    housekeepingTimer = true;
+    void sleep(HOUSEKEEPING_MS).then(() => {
+      housekeepingTimer = false;
+      housekeepingDue = true;
+      wake();
+    });
+  }
+  let housekeepings = 0;
+  async function housekeeping(): Promise<void> {
+    housekeepingDue = false;
+    await refreshEndpoints();
+    // Settling children of earlier runs every other period is enough (they usually report by themselves).
+    if (housekeepings++ % 2 === 0) await reconcile();
+  }
+
+  // ---- behaviour-cloning warm start (DART starts RL from an SFT model) ---------------------------------
+  /** Oracle demonstrations on train seeds through the env workers, then one behaviourClone step. */
   async function warmStart(): Promise<void> {
     const want = s.config.policy.bcWarmStartEpisodes;
     const perGroup = 8;
@@ -448,7 +609,8 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     const demos: GroupSummary[] = [];
     let next = 0;
     const lane = async () => {
-      while (next < groups) {
+      while (next < groups && !s.stopRequested) {
+        await condition(() => !s.paused || s.stopRequested);
         const i = next++;
         const task = s.tasks[i % s.tasks.length]!;
         const groupId = `${s.campaignId}-demo${String(i).padStart(5, '0')}`;
@@ -478,12 +640,13 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       }
     };
     await Promise.all(Array.from({ length: lanes }, lane));
+    if (s.stopRequested) return;
     const refs = demos
       .map((g) => ({
         groupId: g.groupId,
         taskId: g.taskId,
         trajectories: g.trajectories
-          .filter((t) => (t.reward ?? 0) > 0)
+          .filter((t) => isSuccessReward(s, t.reward))
           .map((t) => ({
             trajectoryId: t.trajectoryId,
             manifestKey: t.manifestKey,
@@ -492,7 +655,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
           })),
       }))
       .filter((g) => g.trajectories.length > 0);
-    const result = await trainer.behaviourClone({
+    const result = await trainerActivities.behaviourClone({
       campaignId: s.campaignId,
       trainStep: s.trainSteps + 1,
       fromVersion: s.policyVersion,
@@ -502,139 +665,106 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       minibatchSize: s.config.trainer.minibatchSize,
       policy: { seed: s.config.policy.seed, width: s.config.policy.width },
     });
+    addVersion(s.lineage, result.version, s.policyVersion);
     s.trainSteps++;
     s.policyVersion = result.version;
     s.referenceVersion = result.version;
-    s.phase = 'running';
+    s.pendingRollout = result.version;
   }
 
-  // ---- main loop -------------------------------------------------------------------------------------
+  // ---- start: the first run prepares the suite; later runs may load their state by reference -----------
+  if (input.stateRef) {
+    const early = { paused: s.paused, stopRequested: s.stopRequested };
+    s = loadCarriedState(await data.loadCampaignState(input.stateRef));
+    s.paused ||= early.paused;
+    s.stopRequested ||= early.stopRequested;
+    ready = true;
+  }
+  if (!ready) {
+    const prepared = await setup.prepareCampaign({ config });
+    const early = { paused: s.paused, stopRequested: s.stopRequested };
+    s = initialCampaignState({
+      campaignId: config.campaign.id,
+      config: s.config,
+      tasks: prepared.tasks,
+      heldOut: prepared.heldOut,
+      startedAtMs: s.startedAtMs,
+      initialVersion: prepared.initialVersion,
+    });
+    Object.assign(s, early);
+    for (const [taskId, n] of Object.entries(prepared.poolSizes))
+      if (s.stats[taskId]) s.stats[taskId].poolSize = Math.min(n, s.config.curation.precollectSuccessesPerTask);
+    s.phase = 'running';
+    ready = true;
+  } else {
+    s.runIndex++;
+  }
+  publish();
+
+  const firstRun = s.runIndex === 0 && s.trainSteps === 0;
   await refreshEndpoints();
-  if (s.runIndex === 0 && s.trainSteps === 0 && endpoints.length === 0 && patched('wait-for-policy-servers')) {
+  if (firstRun) {
     // The first model rollout must reach a server: rolled out to none, every episode would fail and no
     // train step (hence no later rollout) would ever come.
-    while (endpoints.length === 0 && !s.stopRequested) {
+    while (s.endpoints.length === 0 && !s.stopRequested) {
+      log.warn('no policy server registered yet; waiting');
       await condition(() => s.stopRequested, '2 seconds');
       await refreshEndpoints();
     }
-  }
-  if (s.runIndex === 0 && s.trainSteps === 0) {
-    if (Object.keys(s.servedVersions).length === 0) {
-      await rollOut(s.policyVersion);
-      await condition(() => !rolloutInFlight, '10 minutes');
-    }
-    startEval(s.policyVersion);
-    if (s.config.policy.bcWarmStartEpisodes > 0) {
+    if (Object.keys(s.servedVersions).length === 0) s.pendingRollout = s.policyVersion;
+    if (s.config.policy.bcWarmStartEpisodes > 0 && !s.stopRequested) {
+      // v0 is rolled out and evaluated (the curve's first point) while the demonstrations run; then the
+      // cloned version is rolled out before RL starts, and evaluated at once (the RL start point).
       s.phase = 'warm-start';
       publish();
+      const rolled = (): Promise<boolean> => condition(() => s.rollout === null || s.stopRequested, '10 minutes');
+      await execute([beginRollout(s, Date.now())].filter((a): a is CampaignAction => a !== null));
+      await rolled();
+      const served = Object.values(s.servedVersions)[0] ?? s.policyVersion;
+      await execute([beginEval(s, Date.now(), served)].filter((a): a is CampaignAction => a !== null));
       await warmStart();
-      await condition(() => !evalInFlight);
-      await rollOut(s.policyVersion);
-      await condition(() => !rolloutInFlight, '10 minutes');
-      startEval(s.policyVersion);
+      await execute([beginRollout(s, Date.now())].filter((a): a is CampaignAction => a !== null));
+      await rolled();
+      s.rolloutsSinceEval = Math.max(s.rolloutsSinceEval, s.config.eval.everyVersions);
+      s.phase = 'running';
     }
   }
+
+  // ---- main loop: decide (pure), act, publish, sleep until something changes ---------------------------
   let iterations = 0;
   const continueAsNewDue = (n: number): boolean =>
     workflowInfo().continueAsNewSuggested ||
     (input.continueAsNewAfterIterations !== undefined && n >= input.continueAsNewAfterIterations);
-  const syncMode = s.config.campaign.mode === 'sync';
-
-  while (!shouldStop(s)) {
+  for (;;) {
     iterations++;
+    if (housekeepingDue) await housekeeping();
+    const actions = tick(s, { nowMs: Date.now(), continueAsNewDue: continueAsNewDue(iterations) });
+    await execute(actions);
     publish();
     void flushDiscards();
-    if (s.paused) {
-      await condition(() => !s.paused || s.stopRequested);
-      continue;
-    }
-    if (endpoints.length === 0) {
-      await refreshEndpoints();
-      if (endpoints.length === 0) {
-        await condition(() => s.stopRequested, '5 seconds');
-        continue;
-      }
-    }
-
-    if (syncMode) {
-      // Coupled baseline: a batch of maxGroups groups, barrier, train, sync every server, repeat.
-      for (let i = 0; i < s.config.trainer.maxGroups; i++) {
-        const plan = planNextGroup(s);
-        if (plan) await startGroup(plan);
-        else await condition(() => Object.keys(s.inFlight).length === 0 || planNextGroup(s) !== null);
-        if (!plan) i--;
-      }
-      await condition(() => Object.keys(s.inFlight).length === 0);
-      const result = await runTrainStep(1);
-      if (result) {
-        await rollOut(result.version);
-        await condition(() => !rolloutInFlight);
-      }
-    } else {
-      // Rollout-wise: fill env capacity, then train whenever enough eligible groups are buffered.
-      // All groups that fit start in one workflow task (their start commands go out together).
-      const starts: Array<Promise<void>> = [];
-      for (let plan = planNextGroup(s); plan; plan = planNextGroup(s)) starts.push(startGroup(plan));
-      await Promise.all(starts);
-      // The trainer does not wait for model sync (DART §3.2) unless a canary gate may still refuse the
-      // version being rolled out (then the next step must not build on it). A version finished while
-      // another rolls out is rolled out next; versions in between are skipped.
-      // When continue-as-new is due, no new step starts, so the trainer goes idle and the run can end.
-      const overlap = s.config.eval.gateEveryVersions === 0;
-      if (!trainInFlight && (overlap || !rolloutInFlight) && !continueAsNewDue(iterations)) {
-        const batch = selectTrainBatch(s);
-        if (batch) {
-          void runTrainStep().then(async (result) => {
-            if (!result) return;
-            if (rolloutInFlight) pendingRollout = result.version;
-            else await rollOut(result.version);
-          });
-        }
-      }
-      if (pendingRollout !== null && !rolloutInFlight) {
-        const version = pendingRollout;
-        pendingRollout = null;
-        void rollOut(version);
-      }
-      dirty = false;
-      await condition(() => dirty, '30 seconds');
-    }
-
-    const canSuggested = continueAsNewDue(iterations);
-    if (canSuggested && !trainInFlight && !rolloutInFlight) {
-      // Children (task groups, evals) run on and signal the next run by workflow id; only the train step
-      // must be idle, since an activity does not survive continue-as-new.
+    if (actions.some((a) => a.kind === 'complete')) break;
+    if (actions.some((a) => a.kind === 'continueAsNew')) {
+      // Children run on and report to the next run by workflow id; their refs travel in the state.
       await condition(allHandlersFinished);
       await flushDiscards();
-      if (!trainInFlight && !rolloutInFlight) {
-        await flushDiscards();
-        publish();
-        return continueAsNew<typeof campaignWorkflow>({
-          config: s.config,
-          state: s,
-          continueAsNewAfterIterations: input.continueAsNewAfterIterations,
-        });
-      }
+      const carried =
+        stateBytes(s) > STATE_INLINE_LIMIT_BYTES
+          ? { stateRef: await data.saveCampaignState({ campaignId: s.campaignId, runIndex: s.runIndex, state: s }) }
+          : { state: s };
+      return continueAsNew<typeof campaignWorkflow>({
+        config: s.config,
+        ...carried,
+        continueAsNewAfterIterations: input.continueAsNewAfterIterations,
+      });
     }
+    scheduleHousekeeping();
+    dirty = false;
+    await condition(() => dirty);
   }
 
-  // ---- drain: wait for in-flight work so nothing is lost, then a final evaluation ---------------------
-  s.phase = 'draining';
-  publish();
-  await condition(() => !trainInFlight && !rolloutInFlight && Object.keys(s.inFlight).length === 0, '30 minutes');
-  if (pendingRollout !== null) {
-    await rollOut(pendingRollout);
-    pendingRollout = null;
-    await condition(() => !rolloutInFlight, '10 minutes');
-  }
-  if (s.lastEvalVersion !== s.policyVersion || evalInFlight) {
-    if (!evalInFlight) startEval(s.policyVersion);
-    await condition(() => !evalInFlight, '30 minutes');
-  }
   // Groups still buffered were never trained on: record why, then make sure every record is written.
   discard(groupDiscards(s.buffer, 'stop', 'unused-at-stop'));
   await flushDiscards();
-  s.phase = 'completed';
   publish();
   await condition(allHandlersFinished);
   if (s.evals.length === 0 && s.heldOut.length > 0)

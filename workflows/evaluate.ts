@@ -7,6 +7,7 @@ import type { RunEpisodeResult } from '../activities/env/input';
 import type { EvalPoint } from '../schemas/campaign';
 import { envActivities, dataActivities } from './activity-proxies';
 import { evalFinishedSignal } from './messages';
+import { isSuccess } from '../algorithms/success';
 
 export interface EvaluateInput {
   campaignId: string;
@@ -18,11 +19,13 @@ export interface EvaluateInput {
   policyKind: string;
   atEpisodes: number;
   startedAtMs: number;
+  /** reward ≥ this is a success; default 1.0 (campaign.successThreshold). */
+  successThreshold?: number;
   /** Record the point in MinIO (learning curve); the rollout gate's quick checks are not recorded. */
   record?: boolean;
 }
 
-const { runEpisode, runEpisodes } = envActivities;
+const { runEpisode } = envActivities;
 const data = dataActivities;
 
 /** Evenly spread held-out seeds of a task (same seeds for every version: comparable curve points). */
@@ -56,23 +59,11 @@ export async function evaluateWorkflow(input: EvaluateInput): Promise<EvalPoint>
     },
     source: 'rollout' as const,
   });
-  // One batched activity per task; episodes that failed for infrastructure reasons are retried one by one.
-  const byTask = input.tasks.map((task) => jobs.filter((j) => j.task === task));
-  const results: Array<PromiseSettledResult<RunEpisodeResult>> = (
-    await Promise.all(
-      byTask.map(async (taskJobs) => {
-        const outcomes = await runEpisodes({ episodes: taskJobs.map(episodeInput) });
-        return Promise.allSettled(
-          outcomes.map(async (o, k) => {
-            if (o.ok) return o.result;
-            if (o.nonRetryable) throw new Error(`${o.errorType}: ${o.message}`);
-            return runEpisode(episodeInput(taskJobs[k]!));
-          })
-        );
-      })
-    )
-  ).flat();
-  const ordered = byTask.flat();
+  // One activity per episode (the unit of scheduling); infrastructure failures are retried by Temporal.
+  const results: Array<PromiseSettledResult<RunEpisodeResult>> = await Promise.allSettled(
+    jobs.map((j) => runEpisode(episodeInput(j)))
+  );
+  const ordered = jobs;
   const perTask: Record<string, { ok: number; n: number }> = {};
   const answeredBy = new Set<number>();
   let ok = 0;
@@ -86,7 +77,7 @@ export async function evaluateWorkflow(input: EvaluateInput): Promise<EvalPoint>
     const t = (perTask[family] ??= { ok: 0, n: 0 });
     t.n++;
     n++;
-    if (r.value.reward > 0) {
+    if (isSuccess(r.value.reward, input.successThreshold)) {
       t.ok++;
       ok++;
     }

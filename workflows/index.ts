@@ -5,3 +5,4 @@ export { taskGroupWorkflow } from './task-group';
 export { evaluateWorkflow } from './evaluate';
 export { modelRolloutWorkflow } from './model-rollout';
 export { precollectWorkflow } from './precollect';
+export { trainStepWorkflow } from './train-step';

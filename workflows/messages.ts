@@ -40,9 +40,30 @@ export const groupFinishedSignal = defineSignal<[GroupSummary]>('groupFinished')
 export const evalFinishedSignal = defineSignal<[EvalPoint]>('evalFinished');
 /** Sent by modelRolloutWorkflow children when a version is served (or rolled back). */
 export const modelRolledOutSignal =
-  defineSignal<[{ version: number; ok: boolean; servedVersions: Record<string, number>; reason?: string }]>(
-    'modelRolledOut'
-  );
+  defineSignal<
+    [
+      {
+        version: number;
+        ok: boolean;
+        servedVersions: Record<string, number>;
+        droppedServers?: string[];
+        reason?: string;
+      },
+    ]
+  >('modelRolledOut');
+
+/** What a train step child reports (its result, and the signal it sends the campaign). */
+export interface TrainStepOutcome {
+  workflowId: string;
+  trainStep: number;
+  fromVersion: number;
+  ok: boolean;
+  version?: number;
+  metrics?: Record<string, number>;
+  error?: string;
+}
+/** Sent by trainStepWorkflow children (by workflow id, so it reaches the campaign's latest run). */
+export const trainStepFinishedSignal = defineSignal<[TrainStepOutcome]>('trainStepFinished');
 
 /** Config fields a running campaign accepts through setConfig (others need a new campaign). */
 export const LIVE_TUNABLE_FIELDS = [

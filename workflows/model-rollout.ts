@@ -4,7 +4,15 @@
  * load or gate rolls every updated server back to the version it served before. Other servers keep
  * serving throughout, so sampling never stops.
  */
-import { executeChild, getExternalWorkflowHandle, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  executeChild,
+  getExternalWorkflowHandle,
+  log,
+  proxyActivities,
+  TimeoutFailure,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { PolicyEndpoint } from '../schemas/campaign';
 import { policyQueue } from '../schemas/task-queues';
 import { evaluateWorkflow, type EvaluateInput } from './evaluate';
@@ -26,21 +34,32 @@ export interface ModelRolloutInput {
   /** serverId → version served before this rollout (the rollback target). */
   servedVersions: Record<string, number>;
   gate: { tasks: EvaluateInput['tasks']; episodesPerTask: number; baseline: number; maxDrop: number } | null;
+  /** Policy kind the gate's episodes use (embedded, uitars). */
+  policyKind?: string;
 }
 
 export interface ModelRolloutResult {
   version: number;
   ok: boolean;
   servedVersions: Record<string, number>;
+  /** Servers that never picked their reload up (dead): dropped from the campaign, not a reason to roll back. */
+  droppedServers?: string[];
   reason?: string;
+}
+
+/** A reload nobody picked up: the server's worker is gone (a live server polls its queue continuously). */
+export function isServerGone(err: unknown): boolean {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_START';
 }
 
 function reloaderFor(serverId: string) {
   return proxyActivities<PolicyServerActivities>({
     taskQueue: policyQueue(serverId),
-    // Loading is seconds; a dead server must not block the rollout forever. The heartbeat timeout turns a
+    // Loading is seconds; a dead server must not block the rollout: a reload nobody picks up within a
+    // minute means the server is gone, and it is dropped (isServerGone). The heartbeat timeout turns a
     // server killed mid-reload into a prompt retry (on its restarted process) instead of a 5-minute stall.
-    scheduleToStartTimeout: '2 minutes',
+    scheduleToStartTimeout: '1 minute',
     startToCloseTimeout: '5 minutes',
     heartbeatTimeout: '1 minute',
     // A refused checkpoint fails at once (→ rollback); a transient failure (MinIO restarting, the server
@@ -57,7 +76,12 @@ function reloaderFor(serverId: string) {
 export async function modelRolloutWorkflow(input: ModelRolloutInput): Promise<ModelRolloutResult> {
   const served = { ...input.servedVersions };
   const updated: PolicyEndpoint[] = [];
+  const dropped: string[] = [];
   let result: ModelRolloutResult = { version: input.version, ok: true, servedVersions: served };
+  const withDropped = (r: ModelRolloutResult): ModelRolloutResult => {
+    for (const id of dropped) delete r.servedVersions[id];
+    return dropped.length > 0 ? { ...r, droppedServers: [...dropped] } : r;
+  };
 
   async function rollback(reason: string): Promise<void> {
     for (const server of updated) {
@@ -67,22 +91,29 @@ export async function modelRolloutWorkflow(input: ModelRolloutInput): Promise<Mo
         await reloaderFor(server.serverId)({ campaignId: input.campaignId, version: previous });
         served[server.serverId] = previous;
       } catch (err) {
+        if (isServerGone(err)) dropped.push(server.serverId);
         log.error('rollback failed on a server', { serverId: server.serverId, error: String(err) });
       }
     }
     result = { version: input.version, ok: false, servedVersions: served, reason };
   }
 
-  for (const [i, server] of input.servers.entries()) {
+  for (const server of input.servers) {
     try {
       await reloaderFor(server.serverId)({ campaignId: input.campaignId, version: input.version });
     } catch (err) {
+      if (isServerGone(err)) {
+        // A dead server is taken out; the others still get the new version.
+        log.warn('policy server did not answer its reload; dropping it', { serverId: server.serverId });
+        dropped.push(server.serverId);
+        continue;
+      }
       await rollback(`server ${server.serverId} failed to load v${input.version}: ${String(err)}`);
       break;
     }
     served[server.serverId] = input.version;
     updated.push(server);
-    if (i === 0 && input.gate) {
+    if (updated.length === 1 && input.gate) {
       // Quick evaluation gate on the canary alone.
       const point = await executeChild(evaluateWorkflow, {
         workflowId: `${workflowInfo().workflowId}-gate`,
@@ -93,7 +124,7 @@ export async function modelRolloutWorkflow(input: ModelRolloutInput): Promise<Mo
             tasks: input.gate.tasks,
             episodesPerTask: input.gate.episodesPerTask,
             endpoints: [server.url],
-            policyKind: 'embedded',
+            policyKind: input.policyKind ?? 'embedded',
             atEpisodes: 0,
             startedAtMs: 0,
             record: false,
@@ -112,6 +143,7 @@ export async function modelRolloutWorkflow(input: ModelRolloutInput): Promise<Mo
       }
     }
   }
+  result = withDropped(result);
   if (input.parentWorkflowId) {
     try {
       await getExternalWorkflowHandle(input.parentWorkflowId).signal(modelRolledOutSignal, result);

@@ -6,6 +6,7 @@
 import { executeChild, workflowInfo } from '@temporalio/workflow';
 import { TASK_QUEUES } from '../schemas/task-queues';
 import { taskGroupWorkflow } from './task-group';
+import { isSuccess } from '../algorithms/success';
 
 export interface PrecollectInput {
   campaignId: string;
@@ -60,7 +61,7 @@ export async function precollectWorkflow(input: PrecollectInput): Promise<Precol
         });
         have.attempts += n;
         have.successes += Math.min(
-          summary.trajectories.filter((t) => (t.reward ?? 0) > 0).length,
+          summary.trajectories.filter((t) => isSuccess(t.reward)).length,
           input.successesPerTask - have.successes
         );
         round++;

@@ -10,6 +10,7 @@ import type { GroupSummary, TrajectorySummary } from '../schemas/campaign';
 import { envActivities, dataLocalActivities } from './activity-proxies';
 import { groupFinishedSignal } from './messages';
 import { toTrajectorySummary } from './logic/trajectory-summary';
+import { isSuccess } from '../algorithms/success';
 
 export interface TaskGroupInput {
   campaignId: string;
@@ -30,14 +31,16 @@ export interface TaskGroupInput {
   };
   /** Look up a pooled success when all episodes fail (§4.8). */
   experiencePool: boolean;
-  /** Successes of this group to add to the task's pool (the campaign knows how many the pool still wants). */
+  /** Pool size per task: the group offers up to this many successes; the pool keeps the newest (DART §3.4 c). */
   poolWanted: number;
   source?: 'rollout' | 'precollect' | 'demo';
+  /** reward ≥ this is a success (pool entries); default 1.0 (campaign.successThreshold). */
+  successThreshold?: number;
   /** Demonstrations only: episode i uses seed + i (a GRPO group always shares one seed). */
   distinctSeeds?: boolean;
 }
 
-const { runEpisode, runEpisodes } = envActivities;
+const { runEpisode } = envActivities;
 
 const data = dataLocalActivities;
 
@@ -59,16 +62,10 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
     },
     source: input.source ?? 'rollout',
   }));
-  // All n episodes in one activity (one env worker, concurrent over its slots); an episode that failed
-  // for infrastructure reasons is retried on its own with Temporal's retry policy, keeping its id.
-  const outcomes = await runEpisodes({ episodes });
-  const results = await Promise.allSettled(
-    outcomes.map(async (o, i) => {
-      if (o.ok) return o.result;
-      if (o.nonRetryable) throw new Error(`${o.errorType}: ${o.message}`);
-      return runEpisode(episodes[i]!);
-    })
-  );
+  // One activity per episode: the unit of scheduling is the episode (any env worker with a free slot
+  // takes it, so load spreads over workers and none runs more episodes than it has slots); an episode
+  // that failed for infrastructure reasons is retried on its own by Temporal, keeping its id.
+  const results = await Promise.allSettled(episodes.map((e) => runEpisode(e)));
   const trajectories: TrajectorySummary[] = [];
   const lostTrajectoryIds: string[] = [];
   let infraFailures = 0;
@@ -82,9 +79,14 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
         log.warn('episode lost to an infrastructure failure', { groupId: input.groupId, error: String(s.reason) });
     }
   }
-  const successes = trajectories.filter((t) => (t.reward ?? 0) > 0);
+  const successes = trajectories.filter((t) => isSuccess(t.reward, input.successThreshold));
   if (successes.length > 0 && input.poolWanted > 0) {
-    await data.addToPool({ campaignId: input.campaignId, trajectories: successes.slice(0, input.poolWanted) });
+    await data.addToPool({
+      campaignId: input.campaignId,
+      trajectories: successes.slice(0, input.poolWanted),
+      keepNewest: input.poolWanted,
+      successThreshold: input.successThreshold,
+    });
   }
   if (input.experiencePool && trajectories.length > 0 && successes.length === 0) {
     const pooled = await data.findPoolSuccess({ campaignId: input.campaignId, taskId: input.task.id });

@@ -11,6 +11,7 @@ import {
 } from '../../schemas/campaign';
 import { DiscardRecordSchema, type DiscardEvent, type DiscardedTrajectory } from '../../schemas/discards';
 import { TrajectoryManifestSchema } from '../../schemas/records';
+import { isSuccess } from '../../algorithms/success';
 import { keys, registryKeys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
 
@@ -30,18 +31,48 @@ const PoolEntrySchema = TrajectorySummarySchema.extend({ pooledAt: z.number() })
 export function createCampaignDataActivities(deps: { store: ObjectStore; now?: () => number }) {
   const now = deps.now ?? Date.now;
   const { store } = deps;
+
+  /** Removes a task's oldest pool entries beyond `keep` (by pooledAt; unreadable entries go first). */
+  async function evictOldest(campaignId: string, taskId: string, keep: number): Promise<void> {
+    const entries: Array<{ key: string; pooledAt: number }> = [];
+    for (const key of await store.list(keys.poolPrefix(campaignId, taskId))) {
+      const pooledAt = await store
+        .getJson(key, PoolEntrySchema)
+        .then((e) => e.pooledAt)
+        .catch(() => -1);
+      entries.push({ key, pooledAt });
+    }
+    entries.sort((a, b) => b.pooledAt - a.pooledAt || a.key.localeCompare(b.key));
+    for (const e of entries.slice(Math.max(0, keep))) await store.remove(e.key);
+  }
+
   return {
-    /** Adds successful trajectories to their task's pool (idempotent: the key is the trajectory id). */
-    async addToPool(input: { campaignId: string; trajectories: TrajectorySummary[] }): Promise<number> {
+    /**
+     * Adds successful trajectories to their task's pool (idempotent: the key is the trajectory id). With
+     * `keepNewest`, each touched task keeps only its newest k entries: DART's pool lookup takes the most
+     * recent success of a task, so older ones are evicted rather than newer ones refused.
+     */
+    async addToPool(input: {
+      campaignId: string;
+      trajectories: TrajectorySummary[];
+      keepNewest?: number;
+      /** reward ≥ this is a success (campaign.successThreshold; default 1.0). */
+      successThreshold?: number;
+    }): Promise<number> {
       let added = 0;
+      const touched = new Set<string>();
       for (const t of input.trajectories) {
-        if (!(t.reward !== null && t.reward > 0)) continue;
+        if (!isSuccess(t.reward, input.successThreshold)) continue;
         await store.putJson(
           keys.poolEntry(input.campaignId, t.taskId, t.trajectoryId),
           { ...t, injectedFromPool: false, pooledAt: now() },
           PoolEntrySchema
         );
+        touched.add(t.taskId);
         added++;
+      }
+      if (input.keepNewest !== undefined) {
+        for (const taskId of touched) await evictOldest(input.campaignId, taskId, input.keepNewest);
       }
       return added;
     },
@@ -122,6 +153,21 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
         );
       }
       return input.entries.length;
+    },
+
+    /**
+     * Continue-as-new by reference: a campaign state too large to carry inline is stored here and the
+     * next run loads it (the payload stays small; the object is named by campaign and run, so a retried
+     * write rewrites the same object).
+     */
+    async saveCampaignState(input: { campaignId: string; runIndex: number; state: unknown }): Promise<{ key: string }> {
+      const key = keys.campaignState(input.campaignId, `run-${String(input.runIndex).padStart(6, '0')}`);
+      await store.putJson(key, input.state);
+      return { key };
+    },
+
+    async loadCampaignState(input: { key: string }): Promise<unknown> {
+      return store.getJson(input.key, z.unknown());
     },
 
     /** Learning-curve point (held-out greedy success of a version). */

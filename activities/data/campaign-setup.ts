@@ -1,13 +1,18 @@
 /**
  * prepareCampaign: resolves the task suite into small task refs (train seeds for rollouts, held-out
  * seeds for evaluation), makes sure the initial checkpoint v0 exists (idempotent), and reads pool sizes.
+ * The suite is a name, a path on the orchestrator's machine, or a MinIO prefix (`s3://<bucket>/<prefix>`,
+ * read through the campaign's store so every machine of a cluster sees the same task files).
  */
 import { ApplicationFailure } from '@temporalio/activity';
 import type { CampaignConfig } from '../../schemas/config';
 import { keys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
-import { loadSuite } from '../../tasks/loader';
+import { TaskConfigError } from '../../tasks/errors';
+import { loadSuite, type LoadedSuite } from '../../tasks/loader';
 import type { TaskSpec } from '../../tasks/schema';
+import { parseSuiteLocation } from '../../tasks/suite-location';
+import { loadSuiteFromStore } from '../../tasks/store-suite';
 import type { TaskRef } from '../../workflows/logic/campaign-state';
 
 export interface CampaignSetupDeps {
@@ -25,11 +30,13 @@ export function createCampaignSetupActivities(deps: CampaignSetupDeps) {
       poolSizes: Record<string, number>;
     }> {
       const { config } = input;
-      let suite;
+      let suite: LoadedSuite;
       try {
-        suite = loadSuite(config.campaign.suite);
+        suite = await loadCampaignSuite(deps.store, config.campaign.suite);
       } catch (err) {
-        throw ApplicationFailure.nonRetryable((err as Error).message, 'TaskConfigError');
+        // A bad suite is permanent; an unreachable MinIO is not (the activity retries).
+        if (err instanceof TaskConfigError) throw ApplicationFailure.nonRetryable(err.message, 'TaskConfigError');
+        throw err;
       }
       const refs = suite.taskSpecs.map(taskRefOf);
       await deps.store.ensureBucket();
@@ -42,6 +49,13 @@ export function createCampaignSetupActivities(deps: CampaignSetupDeps) {
       return { tasks: refs, heldOut: refs, initialVersion, poolSizes };
     },
   };
+}
+
+/** Loads `campaign.suite`: from MinIO for an `s3://` prefix (same server as the store), else from disk. */
+export async function loadCampaignSuite(store: ObjectStore, spec: string): Promise<LoadedSuite> {
+  const loc = parseSuiteLocation(spec);
+  if (loc.kind === 'object-store') return loadSuiteFromStore(store.withBucket(loc.bucket), loc);
+  return loadSuite(spec);
 }
 
 /** A task as the campaign state refers to it (the spec travels inline: it is small). */

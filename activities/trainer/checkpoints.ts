@@ -7,7 +7,7 @@ import { adamStateFromTensors, adamStateToTensors, createAdamState, type AdamSta
 import { paramTensorSpec, type PolicySpec } from '../../policy/spec';
 import { policySpecHash } from '../../rollout/checkpoint';
 import { initWeights, type PolicyWeights } from '../../policy/weights';
-import { CheckpointManifestSchema, type CheckpointManifest } from '../../schemas/records';
+import { CheckpointManifestSchema, type CheckpointManifest, type ObjectRef } from '../../schemas/records';
 import { CorruptObjectError } from '../../storage/errors';
 import { keys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
@@ -84,51 +84,104 @@ export async function loadCheckpoint(
   return { manifest, weights, optimizer };
 }
 
-export async function writeCheckpoint(
+interface CheckpointContent {
+  campaignId: string;
+  version: number;
+  parentVersion: number | null;
+  spec: PolicySpec;
+  weights: PolicyWeights;
+  optimizer?: AdamState;
+  ledgerKey?: string;
+  metrics?: Record<string, number>;
+}
+
+/**
+ * Where one attempt puts a version's weights/optimizer before it owns the version: `weights.<attempt>.
+ * safetensors` next to the canonical `weights.safetensors`. Two live attempts racing for one version then
+ * never overwrite each other's bytes, and only the manifest that wins points at its attempt's objects.
+ */
+export function attemptObjectKey(canonicalKey: string, attempt: string): string {
+  if (!/^[A-Za-z0-9-]{1,64}$/.test(attempt))
+    throw new Error(`attempt tag "${attempt}" must be 1-64 letters, digits or dashes`);
+  return canonicalKey.replace(/\.safetensors$/, `.${attempt}.safetensors`);
+}
+
+/** Weights and optimizer objects of a version (the manifest comes after, and refers to them). */
+async function writeCheckpointObjects(
   store: ObjectStore,
-  args: {
-    campaignId: string;
-    version: number;
-    parentVersion: number | null;
-    spec: PolicySpec;
-    weights: PolicyWeights;
-    optimizer?: AdamState;
-    ledgerKey?: string;
-    metrics?: Record<string, number>;
-  }
-): Promise<CheckpointManifest> {
+  args: CheckpointContent,
+  attempt?: string
+): Promise<{ weights: ObjectRef; optimizerState?: ObjectRef }> {
   const { campaignId, version } = args;
-  const weightsRef = await store.putSafetensors(
-    keys.checkpointWeights(campaignId, version),
+  const at = (key: string) => (attempt ? attemptObjectKey(key, attempt) : key);
+  const weights = await store.putSafetensors(
+    at(keys.checkpointWeights(campaignId, version)),
     toTensorMap(args.spec, args.weights),
     {
       format: 'dartflow-policy-weights/1',
       version: String(version),
     }
   );
-  let optimizerRef;
-  if (args.optimizer) {
-    const { step, tensors } = adamStateToTensors(args.optimizer);
-    const map: TensorMap = Object.fromEntries(Object.entries(tensors).map(([k, v]) => [k, f32Tensor([v.length], v)]));
-    optimizerRef = await store.putSafetensors(keys.checkpointOptimizer(campaignId, version), map, {
-      step: String(step),
-    });
-  }
-  // The manifest is written last: its presence is what makes the version exist.
-  const manifest: CheckpointManifest = {
+  if (!args.optimizer) return { weights };
+  const { step, tensors } = adamStateToTensors(args.optimizer);
+  const map: TensorMap = Object.fromEntries(Object.entries(tensors).map(([k, v]) => [k, f32Tensor([v.length], v)]));
+  const optimizerState = await store.putSafetensors(at(keys.checkpointOptimizer(campaignId, version)), map, {
+    step: String(step),
+  });
+  return { weights, optimizerState };
+}
+
+function manifestFor(
+  args: CheckpointContent,
+  objects: { weights: ObjectRef; optimizerState?: ObjectRef }
+): CheckpointManifest {
+  return {
     schemaVersion: 1,
-    campaignId,
-    version,
+    campaignId: args.campaignId,
+    version: args.version,
     parentVersion: args.parentVersion,
     specHash: policySpecHash(args.spec),
-    weights: weightsRef,
-    ...(optimizerRef ? { optimizerState: optimizerRef } : {}),
+    weights: objects.weights,
+    ...(objects.optimizerState ? { optimizerState: objects.optimizerState } : {}),
     ...(args.ledgerKey ? { ledgerKey: args.ledgerKey } : {}),
     metrics: Object.fromEntries(Object.entries(args.metrics ?? {}).filter(([, v]) => Number.isFinite(v))),
     createdAt: Date.now(),
   };
-  await store.putJson(keys.checkpointManifest(campaignId, version), manifest, CheckpointManifestSchema);
+}
+
+/** Writes a version unconditionally (initial checkpoint, tests); train steps use claimCheckpointVersion. */
+export async function writeCheckpoint(store: ObjectStore, args: CheckpointContent): Promise<CheckpointManifest> {
+  const objects = await writeCheckpointObjects(store, args);
+  // The manifest is written last: its presence is what makes the version exist.
+  const manifest = manifestFor(args, objects);
+  await store.putJson(keys.checkpointManifest(args.campaignId, args.version), manifest, CheckpointManifestSchema);
   return manifest;
+}
+
+export type VersionClaim =
+  { claimed: true; manifest: CheckpointManifest } | { claimed: false; holder: CheckpointManifest };
+
+/**
+ * Writes `args.version` only if no manifest holds that version yet: the objects under attempt-unique keys,
+ * then the manifest with a conditional PUT, so of two writers exactly one owns the version. The other
+ * gets the holder's manifest back and its own objects are removed (nothing points at them), unless the
+ * holder is its own write whose answer was lost.
+ */
+export async function claimCheckpointVersion(
+  store: ObjectStore,
+  args: CheckpointContent,
+  attempt: string
+): Promise<VersionClaim> {
+  const objects = await writeCheckpointObjects(store, args, attempt);
+  const manifest = manifestFor(args, objects);
+  const manifestKey = keys.checkpointManifest(args.campaignId, args.version);
+  if ((await store.putJsonIfAbsent(manifestKey, manifest, CheckpointManifestSchema)).written)
+    return { claimed: true, manifest };
+  const holder = await store.getJson(manifestKey, CheckpointManifestSchema);
+  if (holder.weights.key === objects.weights.key) return { claimed: true, manifest: holder };
+  await store.remove(objects.weights.key);
+  if (objects.optimizerState) await store.remove(objects.optimizerState.key);
+  return { claimed: false, holder };
 }
 
 /** All checkpoint manifests of a campaign, by version. */
@@ -166,4 +219,11 @@ export async function ensureInitialCheckpoint(
     optimizer: createAdamState(weights),
   });
   return 0;
+}
+
+/** Removes a version: the manifest first (so the version stops existing), then the objects it points at. */
+export async function removeCheckpoint(store: ObjectStore, manifest: CheckpointManifest): Promise<void> {
+  await store.remove(keys.checkpointManifest(manifest.campaignId, manifest.version));
+  await store.remove(manifest.weights.key);
+  if (manifest.optimizerState) await store.remove(manifest.optimizerState.key);
 }

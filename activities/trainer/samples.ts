@@ -61,12 +61,22 @@ class ObservationCache {
   }
 }
 
+/** How far loading got: reported after every trajectory, so a caller can heartbeat through a big batch. */
+export interface LoadProgress {
+  groupsDone: number;
+  groups: number;
+  trajectoriesLoaded: number;
+}
+
 export async function loadTrainSamples(
   store: ObjectStore,
   spec: PolicySpec,
   groups: readonly TrainGroupRef[],
-  opts: { usePolicyIndex?: boolean } = {}
+  opts: { usePolicyIndex?: boolean; onProgress?: (p: LoadProgress) => void } = {}
 ): Promise<LoadedBatch> {
+  let groupsDone = 0;
+  let trajectoriesLoaded = 0;
+  const progress = () => opts.onProgress?.({ groupsDone, groups: groups.length, trajectoriesLoaded });
   const cache = new ObservationCache();
   const samples: StepSample[] = [];
   const minVersions: Record<string, number> = {};
@@ -115,16 +125,21 @@ export async function loadTrainSamples(
             injectedFromPool: ref.injectedFromPool,
           });
         }
+        trajectoriesLoaded++;
+        progress();
       }
     } catch (err) {
       // Deleted or damaged under a running campaign: account for the group and train on the rest.
       // (An unreachable MinIO is not this: StorageUnavailableError propagates and the step is retried.)
       if (err instanceof ObjectNotFoundError || err instanceof CorruptObjectError) {
         skippedGroups.push({ groupId: group.groupId, trajectoryId, key: err.key, reason: err.message.slice(0, 300) });
+        groupsDone++;
+        progress();
         continue;
       }
       throw err;
     }
+    groupsDone++;
     samples.push(...groupSamples);
     Object.assign(minVersions, groupVersions);
     skippedSteps += groupSkippedSteps;

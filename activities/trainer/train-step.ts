@@ -5,9 +5,10 @@
  * (algorithms/) → gradients from the generated ONNX backward graph → Adam with gradient clipping → a new
  * checkpoint + ledger entry in MinIO.
  *
- * Idempotent: a step's ledger entry is its commit record. A retry that finds it returns the checkpoint
- * already written; a retry that finds only the checkpoint (crash between the two writes) completes the
- * ledger entry instead of training a divergent second version.
+ * Idempotent, also under concurrent attempts (commit.ts): a step's ledger entry is its commit record,
+ * written only if absent. A retry that finds it returns the checkpoint already written; a retry that finds
+ * only the checkpoint (crash between the two writes) completes the ledger entry; two live attempts both
+ * return the one checkpoint that claimed the next version, never two children of one parent.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
@@ -29,19 +30,13 @@ import {
 import { createTrainSession, packBatch, type PolicyTrainSession, type TrainBatch } from '../../policy/session';
 import { defaultPolicySpec, numActions, specKey, widenSpec, type PolicySpec } from '../../policy/spec';
 import { cloneWeights } from '../../policy/weights';
-import { LedgerEntrySchema, type LedgerEntry } from '../../schemas/records';
 import { TrainerSchema } from '../../schemas/config';
-import { keys } from '../../storage/keys';
 import { CorruptObjectError, ObjectNotFoundError } from '../../storage/errors';
 import type { ObjectStore } from '../../storage/object-store';
-import {
-  CheckpointMismatchError,
-  listCheckpoints,
-  loadCheckpoint,
-  writeCheckpoint,
-  type LoadedCheckpoint,
-} from './checkpoints';
+import { CheckpointMismatchError, loadCheckpoint, type LoadedCheckpoint } from './checkpoints';
+import { commitTrainStep, committedOrChainReadable } from './commit';
 import { loadTrainSamples, type SkippedGroup, type StepSample } from './samples';
+import { isAllowedVersion, stalenessOf } from './staleness';
 import type { TrainStepInput, TrainStepResult } from './types';
 
 const TrainGroupRefSchema = z.object({
@@ -65,6 +60,7 @@ const TrainStepInputSchema = z.object({
   groups: z.array(TrainGroupRefSchema).min(1),
   trainer: TrainerSchema,
   maxStaleness: z.number().int().nonnegative(),
+  allowedVersions: z.array(z.number().int().nonnegative()).min(1).optional(),
   referenceVersion: z.number().int().nonnegative().default(0),
   policy: z.object({ seed: z.number().int(), width: z.number().int().positive() }),
   minStepMs: z.number().nonnegative().max(3_600_000).default(0),
@@ -188,13 +184,14 @@ async function holdUntil(startedAt: number, minMs: number, heartbeat: (d: unknow
   return waited;
 }
 
-/** log π(a_i|s_i) and H_i of every sample under `weights`, in chunks. */
+/** log π(a_i|s_i) and H_i of every sample under `weights`, in chunks (`onChunk` after each: heartbeats). */
 async function actionLogProbs(
   session: PolicyTrainSession,
   weights: Record<string, Float32Array>,
   spec: PolicySpec,
   rows: readonly StepSample[],
-  chunk: number
+  chunk: number,
+  onChunk: (done: number) => void = () => undefined
 ) {
   const A = numActions(spec);
   const logp = new Float64Array(rows.length);
@@ -206,64 +203,36 @@ async function actionLogProbs(
       logp[start + i] = out.logp[i * A + r.action]!;
       entropy[start + i] = out.entropy[i]!;
     });
+    onChunk(start + part.length);
   }
   return { logp, entropy };
 }
 
-async function nextVersion(store: ObjectStore, campaignId: string): Promise<number> {
-  const all = await listCheckpoints(store, campaignId);
-  return (all.at(-1)?.version ?? 0) + 1;
-}
-
-interface Prepared {
-  existing?: TrainStepResult;
-  ledgerKey: string;
-}
-
-/** Idempotency: the ledger entry (or an orphaned checkpoint of this step) means the step already ran. */
-async function findExisting(
-  store: ObjectStore,
-  campaignId: string,
-  trainStep: number
-): Promise<Prepared & { orphanVersion?: number }> {
-  const ledgerKey = keys.ledgerEntry(campaignId, trainStep);
-  if (await store.exists(ledgerKey)) {
-    const entry = await store.getJson(ledgerKey, LedgerEntrySchema);
-    return {
-      ledgerKey,
-      existing: {
-        version: entry.toVersion,
-        manifestKey: keys.checkpointManifest(campaignId, entry.toVersion),
-        ledgerKey,
-        metrics: entry.metrics,
-        reused: true,
-      },
-    };
-  }
-  const orphan = (await listCheckpoints(store, campaignId)).find((m) => m.ledgerKey === ledgerKey);
-  return { ledgerKey, orphanVersion: orphan?.version };
-}
-
 export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Promise<TrainStepResult> {
   const input = parseInput(TrainStepInputSchema, raw, 'trainStep');
+  if (input.allowedVersions && input.allowedVersions[0] !== input.fromVersion)
+    invalid(
+      `invalid trainStep input: allowedVersions must start with fromVersion ${input.fromVersion} (the head), got ${input.allowedVersions.join(',')}`
+    );
   const { store } = deps;
   const heartbeat = deps.heartbeat ?? (() => undefined);
   const started = Date.now();
   const spec = specForWidth(input.policy.width);
   try {
-    const found = await findExisting(store, input.campaignId, input.trainStep);
-    if (found.existing) return found.existing;
+    const committed = await committedOrChainReadable(store, input.campaignId, input.trainStep);
+    if (committed) return committed;
     const current = await readCheckpoint(store, input.campaignId, input.fromVersion, spec, 'current');
     const reference =
       input.trainer.useKl && input.trainer.klBeta > 0
         ? await readCheckpoint(store, input.campaignId, input.referenceVersion, spec, 'KL reference')
         : undefined;
-    heartbeat({ phase: 'loading', trainStep: input.trainStep });
-    const loaded = await loadTrainSamples(store, spec, input.groups);
+    const loaded = await loadTrainSamples(store, spec, input.groups, {
+      onProgress: (p) => heartbeat({ phase: 'loading', trainStep: input.trainStep, ...p }),
+    });
     refuseIfAllSkipped(input.trainStep, input.groups.length, loaded.skippedGroups);
     // Staleness bound per step sample (DART §3.4): pooled successes are exempt, as in DART's pool lookup.
-    const minVersion = input.fromVersion - input.maxStaleness;
-    const samples = loaded.samples.filter((s) => s.injectedFromPool || s.policyVersion >= minVersion);
+    // Along the campaign's lineage when it sends one: data of abandoned versions never trains this line.
+    const samples = loaded.samples.filter((s) => s.injectedFromPool || isAllowedVersion(input, s.policyVersion));
     const staleSteps = loaded.samples.length - samples.length;
     if (samples.length === 0)
       invalid(`train step ${input.trainStep}: no fresh, trainable step in ${input.groups.length} groups`);
@@ -275,8 +244,13 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
     const mbSize = cfg.minibatchSize;
 
     // π_old: recomputed with the current weights just before the update (so ρ starts at 1, §4.3).
-    const old = await actionLogProbs(session, weights, spec, samples, mbSize);
-    const ref = reference ? await actionLogProbs(session, reference.weights, spec, samples, mbSize) : undefined;
+    // Whole-batch passes: heartbeat per chunk so a big batch does not outlast the heartbeat timeout.
+    const passHeartbeat = (phase: string) => (done: number) =>
+      heartbeat({ phase, trainStep: input.trainStep, samplesDone: done, samples: samples.length });
+    const old = await actionLogProbs(session, weights, spec, samples, mbSize, passHeartbeat('old-logprobs'));
+    const ref = reference
+      ? await actionLogProbs(session, reference.weights, spec, samples, mbSize, passHeartbeat('reference-logprobs'))
+      : undefined;
     const adv = stepAdvantages(
       samples.map((s) => ({ groupId: s.groupId, trajectoryId: s.trajectoryId, reward: s.reward }))
     ).advantages;
@@ -358,7 +332,7 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
     };
     const simulatedWaitMs = await holdUntil(started, input.minStepMs, heartbeat);
     if (input.minStepMs > 0) metrics.simulatedWaitMs = simulatedWaitMs;
-    return await commit(deps, {
+    return await commitTrainStep(store, {
       campaignId: input.campaignId,
       trainStep: input.trainStep,
       fromVersion: input.fromVersion,
@@ -368,88 +342,14 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
       metrics,
       groups: input.groups,
       minVersions: loaded.minVersions,
+      staleness: (v: number) => stalenessOf(input, v),
       skipped: loaded.skippedGroups,
       isWeight: { mean: isStats.mean, min: isStats.min, truncatedFraction: isStats.truncatedFraction },
-      orphanVersion: found.orphanVersion,
       startedAt: started,
     });
   } catch (err) {
     refuseNonFinite(err);
   }
-}
-
-/** Writes checkpoint then ledger entry (the commit record); completes an orphaned checkpoint's ledger. */
-async function commit(
-  deps: TrainerDeps,
-  a: {
-    campaignId: string;
-    trainStep: number;
-    fromVersion: number;
-    spec: PolicySpec;
-    weights: Record<string, Float32Array>;
-    optimizer: ReturnType<typeof createAdamState>;
-    metrics: Record<string, number>;
-    groups: TrainStepInput['groups'];
-    minVersions: Record<string, number>;
-    /** Groups left out because their objects are gone or corrupt: recorded, never counted as consumed. */
-    skipped?: readonly SkippedGroup[];
-    isWeight: LedgerEntry['isWeight'];
-    orphanVersion?: number;
-    /** When the step started (ledger: trainer utilization). */
-    startedAt?: number;
-  }
-): Promise<TrainStepResult> {
-  const { store } = deps;
-  const ledgerKey = keys.ledgerEntry(a.campaignId, a.trainStep);
-  let version = a.orphanVersion;
-  let metrics = a.metrics;
-  if (version === undefined) {
-    version = await nextVersion(store, a.campaignId);
-    await writeCheckpoint(store, {
-      campaignId: a.campaignId,
-      version,
-      parentVersion: a.fromVersion,
-      spec: a.spec,
-      weights: a.weights,
-      optimizer: a.optimizer,
-      ledgerKey,
-      metrics: a.metrics,
-    });
-  } else {
-    metrics = (await loadCheckpoint(store, a.campaignId, version, a.spec)).manifest.metrics;
-  }
-  const entry: LedgerEntry = {
-    schemaVersion: 1,
-    campaignId: a.campaignId,
-    trainStep: a.trainStep,
-    fromVersion: a.fromVersion,
-    toVersion: version,
-    consumed: a.groups
-      .filter((g) => !a.skipped?.some((k) => k.groupId === g.groupId))
-      .flatMap((g) =>
-        g.trajectories.map((t) => ({
-          trajectoryId: t.trajectoryId,
-          manifestKey: t.manifestKey,
-          groupId: g.groupId,
-          reward: t.reward,
-          staleness: Math.max(0, a.fromVersion - (a.minVersions[t.trajectoryId] ?? a.fromVersion)),
-          injectedFromPool: t.injectedFromPool,
-        }))
-      ),
-    ...(a.skipped?.length ? { skipped: a.skipped.map((k) => ({ ...k })) } : {}),
-    isWeight: a.isWeight,
-    metrics,
-    ...(a.startedAt !== undefined ? { startedAt: a.startedAt } : {}),
-    createdAt: Date.now(),
-  };
-  await store.putJson(ledgerKey, entry, LedgerEntrySchema);
-  return {
-    version,
-    manifestKey: keys.checkpointManifest(a.campaignId, version),
-    ledgerKey,
-    metrics,
-    reused: a.orphanVersion !== undefined,
-  };
 }
 
 /** Behaviour cloning from demonstrations: minimise −log π(a_demo|s) through the same gradient path. */
@@ -459,10 +359,13 @@ export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneIn
   const heartbeat = deps.heartbeat ?? (() => undefined);
   const spec = specForWidth(input.policy.width);
   try {
-    const found = await findExisting(store, input.campaignId, input.trainStep);
-    if (found.existing) return found.existing;
+    const committed = await committedOrChainReadable(store, input.campaignId, input.trainStep);
+    if (committed) return committed;
     const current = await readCheckpoint(store, input.campaignId, input.fromVersion, spec, 'current');
-    const loaded = await loadTrainSamples(store, spec, input.demos, { usePolicyIndex: false });
+    const loaded = await loadTrainSamples(store, spec, input.demos, {
+      usePolicyIndex: false,
+      onProgress: (p) => heartbeat({ phase: 'loading', trainStep: input.trainStep, ...p }),
+    });
     refuseIfAllSkipped(input.trainStep, input.demos.length, loaded.skippedGroups);
     const samples = loaded.samples;
     if (samples.length === 0) invalid('behaviourClone: the demonstrations hold no step the policy can express');
@@ -498,7 +401,7 @@ export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneIn
         heartbeat({ phase: 'bc', epoch, minibatch: updates });
       }
     }
-    return await commit(deps, {
+    return await commitTrainStep(store, {
       campaignId: input.campaignId,
       trainStep: input.trainStep,
       fromVersion: input.fromVersion,
@@ -515,7 +418,6 @@ export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneIn
       minVersions: loaded.minVersions,
       skipped: loaded.skippedGroups,
       isWeight: { mean: 1, min: 1, truncatedFraction: 0 },
-      orphanVersion: found.orphanVersion,
     });
   } catch (err) {
     refuseNonFinite(err);

@@ -16,6 +16,13 @@ export interface TrainStepInput {
   groups: TrainGroupRef[];
   trainer: CampaignConfig['trainer'];
   maxStaleness: number;
+  /**
+   * The versions a step sample may come from: the head (fromVersion) and its ancestors within maxStaleness
+   * along the campaign's lineage, head first (workflows/logic/lineage.ts). When given it replaces the
+   * numeric bound `fromVersion − maxStaleness`: after a rollback or a pin, data of abandoned versions is
+   * never trained and staleness is the distance along the lineage.
+   */
+  allowedVersions?: number[];
   /** Reference policy of the KL term: the initial model (v0) or the behaviour-cloned warm start. */
   referenceVersion?: number;
   policy: Pick<CampaignConfig['policy'], 'seed' | 'width'>;
@@ -31,6 +38,6 @@ export interface TrainStepResult {
   manifestKey: string;
   ledgerKey: string;
   metrics: Record<string, number>;
-  /** True when this call found the checkpoint already written by an earlier attempt. */
+  /** True when the checkpoint returned was trained by another attempt of the step (earlier or concurrent). */
   reused: boolean;
 }

@@ -22,6 +22,7 @@ import type { TrainGroupRef } from '../../activities/trainer/types';
 import type { EnvPool } from '../../envs/types';
 import { PolicyEngine } from '../../rollout/engine';
 import type { GroupSummary, TrajectorySummary } from '../../schemas/campaign';
+import { isSuccess } from '../../algorithms/success';
 import { CampaignConfigSchema, type CampaignConfig, type CampaignConfigInput } from '../../schemas/config';
 import type { ObjectStore } from '../../storage/object-store';
 import type { TaskSpec } from '../../tasks/schema';
@@ -35,6 +36,7 @@ import {
   takeFromBuffer,
   type GroupPlan,
 } from '../../workflows/logic/campaign-state';
+import { addVersion } from '../../workflows/logic/lineage';
 import { toTrajectorySummary } from '../../workflows/logic/trajectory-summary';
 
 export interface LocalRlOptions {
@@ -244,7 +246,7 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
         )
       );
       const rs = await parallel(jobs, slots);
-      const wins = rs.filter((r) => (r.reward ?? 0) > 0).length;
+      const wins = rs.filter((r) => isSuccess(r.reward, config.campaign.successThreshold)).length;
       perTask[task.family] = wins / rs.length;
       ok += wins;
       n += rs.length;
@@ -266,7 +268,7 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
       return episode(task, seed, `demo-${i}`, `demo-${i}`, 'oracle', 'demo');
     });
     demos = (await parallel(jobs, slots))
-      .filter((r) => (r.reward ?? 0) > 0)
+      .filter((r) => isSuccess(r.reward, config.campaign.successThreshold))
       .map((r) => toTrajectorySummary(r, `demo-${r.trajectoryId}`));
     const groups: TrainGroupRef[] = demos.map((r) => ({
       groupId: r.groupId,
@@ -352,9 +354,13 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
       }
       counters.steps += trajectories.reduce((a, t) => a + t.numSteps, 0);
       // Experience pool as in taskGroupWorkflow (§4.8): pool the first successes, inject into an all-failed group.
-      const successes = trajectories.filter((t) => (t.reward ?? 0) > 0);
+      const successes = trajectories.filter((t) => isSuccess(t.reward, config.campaign.successThreshold));
       if (successes.length > 0 && plan.poolWanted > 0)
-        await data.addToPool({ campaignId: o.campaignId, trajectories: successes.slice(0, plan.poolWanted) });
+        await data.addToPool({
+          campaignId: o.campaignId,
+          trajectories: successes.slice(0, plan.poolWanted),
+          keepNewest: plan.poolWanted,
+        });
       if (config.curation.experiencePool && trajectories.length > 0 && successes.length === 0) {
         const pooled = await data.findPoolSuccess({ campaignId: o.campaignId, taskId: plan.task.id });
         if (pooled) {
@@ -373,11 +379,8 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
         startedAt: Date.now(),
         endedAt: Date.now(),
       };
-      // As the campaign's groupFinished handler: pool additions bounded by what the pool still wanted.
-      const added = Math.min(
-        successes.length,
-        Math.max(0, config.curation.precollectSuccessesPerTask - (state.stats[plan.task.id]?.poolSize ?? 0))
-      );
+      // As the campaign's groupFinished handler: the pool keeps the newest k successes per task.
+      const added = Math.min(successes.length, config.curation.precollectSuccessesPerTask);
       recordGroup(state, summary, config.curation.experiencePool ? added : 0);
     }
     // §3.4: staleness, eligibility, pool injection, down-sampling — then one train step.
@@ -401,6 +404,7 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
       );
       counters.trained += batch.groups.length;
       state.trainSteps++;
+      addVersion(state.lineage, r.version, version);
       version = r.version;
       state.policyVersion = version;
       pruneStaleBuffer(state);

@@ -13,9 +13,12 @@
       return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
     };
   }
-  var W = 160, H = 160;
+  var W = 160,
+    H = 160;
   /** Thrown by place() when earlier elements left no room; reset() then draws a new layout. */
-  function LayoutFull(msg) { this.message = msg; }
+  function LayoutFull(msg) {
+    this.message = msg;
+  }
   var D = {
     W: W,
     H: H,
@@ -33,14 +36,25 @@
     ],
     status: { done: false, reward: 0, reason: 'running' },
     area: null,
-    randi: function (lo, hi) { return lo + Math.floor(D.rng() * (hi - lo)); },
-    pick: function (arr) { return arr[D.randi(0, arr.length)]; },
+    randi: function (lo, hi) {
+      return lo + Math.floor(D.rng() * (hi - lo));
+    },
+    pick: function (arr) {
+      return arr[D.randi(0, arr.length)];
+    },
     shuffle: function (arr) {
       var a = arr.slice();
-      for (var i = a.length - 1; i > 0; i--) { var j = D.randi(0, i + 1); var t = a[i]; a[i] = a[j]; a[j] = t; }
+      for (var i = a.length - 1; i > 0; i--) {
+        var j = D.randi(0, i + 1);
+        var t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+      }
       return a;
     },
-    sample: function (arr, k) { return D.shuffle(arr).slice(0, k); },
+    sample: function (arr, k) {
+      return D.shuffle(arr).slice(0, k);
+    },
     end: function (reward, reason) {
       if (D.status.done) return;
       D.status = { done: true, reward: reward > 0 ? 1 : 0, reason: reason };
@@ -49,7 +63,10 @@
     el: function (tag, x, y, w, h, css, parent) {
       var e = document.createElement(tag);
       e.style.position = 'absolute';
-      e.style.left = x + 'px'; e.style.top = y + 'px'; e.style.width = w + 'px'; e.style.height = h + 'px';
+      e.style.left = x + 'px';
+      e.style.top = y + 'px';
+      e.style.width = w + 'px';
+      e.style.height = h + 'px';
       if (css) for (var k in css) e.style[k] = css[k];
       (parent || D.area).appendChild(e);
       return e;
@@ -64,22 +81,32 @@
         }
         return true;
       }
-      var x = -1, y = -1;
+      var x = -1,
+        y = -1;
       for (var tries = 0; tries < 100 && x < 0; tries++) {
-        var cx = D.randi(4, W - w - 4 + 1), cy = D.randi(4, H - h - 4 + 1);
-        if (free(cx, cy)) { x = cx; y = cy; }
+        var cx = D.randi(4, W - w - 4 + 1),
+          cy = D.randi(4, H - h - 4 + 1);
+        if (free(cx, cy)) {
+          x = cx;
+          y = cy;
+        }
       }
       if (x < 0) {
         var spots = [];
-        for (var sy = 4; sy <= H - h - 4; sy += 2) for (var sx = 4; sx <= W - w - 4; sx += 2) if (free(sx, sy)) spots.push([sx, sy]);
+        for (var sy = 4; sy <= H - h - 4; sy += 2)
+          for (var sx = 4; sx <= W - w - 4; sx += 2) if (free(sx, sy)) spots.push([sx, sy]);
         if (spots.length === 0) throw new LayoutFull('no room for a ' + w + 'x' + h + ' element');
-        var s = D.pick(spots); x = s[0]; y = s[1];
+        var s = D.pick(spots);
+        x = s[0];
+        y = s[1];
       }
       var rect = { x: x, y: y, w: w, h: h };
       taken.push(rect);
       return rect;
     },
-    clamp01: function (v) { return Math.min(1, Math.max(0, v)); },
+    clamp01: function (v) {
+      return Math.min(1, Math.max(0, v));
+    },
     /** The canonical click at an element's centre, normalized to the 160×160 viewport. */
     clickAt: function (e) {
       var r = e.getBoundingClientRect();
@@ -104,6 +131,10 @@
     }
     return { instruction: String(r.instruction), fields: (r.fields || []).map(String) };
   };
-  window.state = function () { return { done: D.status.done, reward: D.status.reward, reason: D.status.reason }; };
-  window.oracle = function () { return D.status.done ? null : window.task.oracle(D); };
+  window.state = function () {
+    return { done: D.status.done, reward: D.status.reward, reason: D.status.reason };
+  };
+  window.oracle = function () {
+    return D.status.done ? null : window.task.oracle(D);
+  };
 })();

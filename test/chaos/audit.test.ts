@@ -226,9 +226,9 @@ test('discards: a train step records skipped, stale and down-sampled trajectorie
       ],
       takenGroupIds: ['a', 'b'],
       skipped: [{ groupId: 'b', reason: 'no-signal' }],
+      allowedVersions: [5, 4],
     },
-    5,
-    1
+    (t) => t.maxPolicyVersion < 4
   );
   assert.deepEqual(out, [
     {
@@ -258,25 +258,12 @@ test('discards: a train step records skipped, stale and down-sampled trajectorie
     { groupId: 'd', taskId: 't', event: 'lost', trajectories: [{ trajectoryId: 'd0', reason: 'lost-infra' }] },
   ]);
   assert.deepEqual(lostDiscards(group('e', [])), []);
-  assert.deepEqual(
-    failedStepDiscards({
-      groups: [
-        {
-          groupId: 'f',
-          taskId: 't',
-          trajectories: [{ trajectoryId: 'f0', manifestKey: 'k', reward: 0, injectedFromPool: false }],
-        },
-      ],
-      takenGroupIds: ['f'],
-      skipped: [],
-    }),
-    [
-      {
-        groupId: 'f',
-        taskId: 't',
-        event: 'failed-step',
-        trajectories: [{ trajectoryId: 'f0', reason: 'train-step-failed' }],
-      },
-    ]
-  );
+  assert.deepEqual(failedStepDiscards([{ groupId: 'f', taskId: 't', trajectoryIds: ['f0'] }]), [
+    {
+      groupId: 'f',
+      taskId: 't',
+      event: 'failed-step',
+      trajectories: [{ trajectoryId: 'f0', reason: 'train-step-failed' }],
+    },
+  ]);
 });

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { createOraclePolicy, createRandomPolicy } from '../../activities/env/policies';
 import { BrowserEnvPool } from '../../envs/browser/pool';
 import type { GuiEnv } from '../../envs/types';
-import { FAMILY_INFO, loadSuite, type TaskSpec } from '../../tasks';
+import { loadSuite, pageFamilyInfo, type TaskSpec } from '../../tasks';
 import { playEpisode } from './helpers';
 
 const SEEDS = 50;
@@ -87,7 +87,7 @@ test(`a uniform-random policy scores near chance (${SEEDS} episodes per family)`
     );
     const wins = played.reduce((n, p) => n + p.reward, 0);
     const rate = wins / SEEDS;
-    const { chance } = FAMILY_INFO[task.family];
+    const { chance } = pageFamilyInfo(task.family);
     const bound = Math.min(1, chance + 0.2); // ~3 binomial sd at n = 50
     rows.push(`${task.id}: ${rate.toFixed(2)} (chance ≈ ${chance}, bound ${bound.toFixed(2)})`);
     assert.ok(rate <= bound, `${task.id}: random success ${rate} exceeds ${bound}`);

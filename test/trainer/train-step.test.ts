@@ -153,6 +153,47 @@ test('stale steps are not trained on; an all-stale batch is refused as bad input
   await assert.rejects(runTrainStep({ store }, input(campaignId, 1, 2, groups)), /no fresh, trainable step/);
 });
 
+test('with the lineage, data of an abandoned version is never trained and staleness is the lineage distance', async () => {
+  const campaignId = 'ts-lineage';
+  await ensureInitialCheckpoint(store, campaignId, spec, 0);
+  const v0 = await loadCheckpoint(store, campaignId, 0, spec);
+  // v0 → v1 → v2 (v2 abandoned by a rollback); v3 trained from v1 is the head.
+  for (const [version, parentVersion] of [
+    [1, 0],
+    [2, 1],
+    [3, 1],
+  ] as const)
+    await writeCheckpoint(store, { campaignId, version, parentVersion, spec, weights: v0.weights });
+  const fromAbandoned = await writeSyntheticGroups(store, spec, v0.weights, {
+    campaignId,
+    groups: 2,
+    perGroup: 4,
+    policyVersion: 2,
+    seed: 5,
+  });
+  const lineage = { ...input(campaignId, 1, 3, fromAbandoned.groups), allowedVersions: [3, 1] };
+  // Numerically v2 is within maxStaleness 1 of v3, but it is not an ancestor of v3.
+  await assert.rejects(runTrainStep({ store }, lineage), /no fresh, trainable step/);
+  await assert.rejects(
+    runTrainStep({ store }, { ...lineage, allowedVersions: [1, 3] }),
+    /allowedVersions must start with fromVersion 3/
+  );
+  const fromParent = await writeSyntheticGroups(store, spec, v0.weights, {
+    campaignId,
+    groups: 2,
+    perGroup: 4,
+    policyVersion: 1,
+    seed: 6,
+  });
+  const r = await runTrainStep({ store }, { ...lineage, groups: fromParent.groups });
+  const entry = await store.getJson(r.ledgerKey, LedgerEntrySchema);
+  assert.ok(entry.consumed.length > 0);
+  assert.ok(
+    entry.consumed.every((c) => c.staleness === 1),
+    'v1 is one version behind v3 along the lineage (3 − 1 = 2 by numbers)'
+  );
+});
+
 test('training on sampled click episodes raises the success rate far above chance', async () => {
   const campaignId = 'ts-learn';
   await ensureInitialCheckpoint(store, campaignId, spec, 0);

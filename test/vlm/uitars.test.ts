@@ -10,7 +10,11 @@ import { PolicyUnavailableError } from '../../activities/env/policy';
 import {
   addBoxTokens,
   buildMessages,
+  computerUsePrompt,
   createUiTarsPolicy,
+  smartResizePng,
+  UiTarsOptionsError,
+  type UiTarsDecision,
   summarizeLogprobs,
   tokenEntropy,
   uiTarsPolicyFactory,
@@ -19,6 +23,7 @@ import {
   type ChatMessage,
   type UiTarsPolicyOptions,
 } from '../../vlm';
+import { PNG } from 'pngjs';
 import { makePng } from '../rollout/helpers';
 import { startFakeOpenAI, tokenize, type FakeServer } from './fake-openai';
 
@@ -91,6 +96,42 @@ describe('UI-TARS adapter against a fake OpenAI-compatible server', () => {
     assert.match((first[0] as { text: string }).text, /## User Instruction\nClick the red box/);
     assert.match((first[0] as { text: string }).text, /Thought: \.\.\.\nAction: \.\.\./);
     assert.match(images(messages)[0] ?? '', /^data:image\/png;base64,iVBOR/);
+    const sent = PNG.sync.read(Buffer.from((images(messages)[0] ?? '').split(',')[1] ?? '', 'base64'));
+    assert.deepEqual([sent.width, sent.height], [280, 280], 'the screenshot is smart-resized before it is sent');
+  });
+
+  it('runs every action of a multi-action response: action is the first, actions lists all in order', async () => {
+    const text =
+      "Thought: Focus the box, then type.\nAction: click(start_box='(140,70)')\n\ntype(content='It's done\\n')";
+    fake.script.push({ kind: 'completion', text });
+    const d = (await createUiTarsPolicy(opts).act(obs(1), { seed: 1, temperature: 1 })) as UiTarsDecision;
+    assert.deepEqual(d.action, { type: 'click', x: 0.5, y: 0.25 });
+    assert.deepEqual(d.actions, [
+      { type: 'click', x: 0.5, y: 0.25 },
+      { type: 'type', text: "It's done\n" },
+    ]);
+    assert.equal(d.actionText, text);
+  });
+
+  it('a finished whose content is cut off still ends the episode', async () => {
+    fake.script.push({ kind: 'completion', text: "Thought: All done.\nAction: finished(content='I've saved it" });
+    const d = await createUiTarsPolicy(opts).act(obs(1), { seed: 1, temperature: 1 });
+    assert.deepEqual(d.action, { type: 'finished', content: "I've saved it" });
+  });
+
+  it('the 0–1000 convention and custom smart-resize bounds change how points map back', async () => {
+    fake.fallback = { kind: 'completion', text: "Thought: x\nAction: click(start_box='(250,750)')" };
+    const rel = await createUiTarsPolicy({ ...opts, coordModel: 'ui-tars' }).act(obs(1), { seed: 1, temperature: 1 });
+    assert.deepEqual(rel.action, { type: 'click', x: 0.25, y: 0.75 });
+    // A tiny server (max 50,176 px): 640×400 → 280×168, so (250,750) is off the image; (140,84) is the centre.
+    const small = { ...opts, resize: { minPixels: 3136, maxPixels: 50176 } };
+    fake.fallback = { kind: 'completion', text: "Thought: x\nAction: click(start_box='(140,84)')" };
+    const wide = { ...obs(1), png: makePng(1, 640, 400), width: 640, height: 400 };
+    const d = await createUiTarsPolicy(small).act(wide, { seed: 1, temperature: 1 });
+    assert.deepEqual(d.action, { type: 'click', x: 0.5, y: 0.5 });
+    const last = fake.requests[fake.requests.length - 1]!.messages as ChatMessage[];
+    const sent = PNG.sync.read(Buffer.from((images(last)[0] ?? '').split(',')[1] ?? '', 'base64'));
+    assert.deepEqual([sent.width, sent.height], [280, 168]);
   });
 
   it('keeps the last 5 screenshots, re-sends its past answers with box tokens, and keeps the instruction', async () => {
@@ -100,8 +141,10 @@ describe('UI-TARS adapter against a fake OpenAI-compatible server', () => {
     const last = fake.requests[6]!.messages as ChatMessage[];
     const imgs = images(last);
     assert.equal(imgs.length, 5);
-    assert.equal(imgs[4], `data:image/png;base64,${makePng(6).toString('base64')}`, 'the newest screenshot is last');
-    assert.equal(imgs[0], `data:image/png;base64,${makePng(2).toString('base64')}`, 'the two oldest were dropped');
+    // Screenshots go out smart-resized (160×160 → 280×280), the way UI-TARS sees them.
+    const sent = (i: number) => `data:image/png;base64,${smartResizePng(makePng(i)).png.toString('base64')}`;
+    assert.equal(imgs[4], sent(6), 'the newest screenshot is last');
+    assert.equal(imgs[0], sent(2), 'the two oldest were dropped');
     const assistants = last.filter((m) => m.role === 'assistant');
     assert.equal(assistants.length, 6);
     assert.ok(
@@ -194,6 +237,36 @@ describe('UI-TARS adapter against a fake OpenAI-compatible server', () => {
     assert.equal(fake.requests[0]?.top_logprobs, 5);
     assert.equal(d.policyVersion, 4, 'no version in the model name → the version hint');
   });
+
+  it('the factory passes prompt, window and resize options through, and refuses bad ones by name', async () => {
+    const factory = uiTarsPolicyFactory({ backoff: { baseMs: 1, capMs: 5 } });
+    const ctx = (options: Record<string, unknown>) =>
+      ({ endpoints: [fake.url], options: { model: 'm', ...options }, seed: 1 }) as unknown as PolicyContext;
+    fake.fallback = { kind: 'completion', text: 'Thought: x\nAction: wait()' };
+    const policy = await factory(ctx({ maxImages: 2, callUser: false, password: null, language: 'Chinese' }));
+    for (let i = 0; i < 3; i++) await policy.act(obs(i), { seed: i, temperature: 1 });
+    const last = fake.requests[fake.requests.length - 1]!.messages as ChatMessage[];
+    assert.equal(images(last).length, 2);
+    const prompt = ((last[1]!.content as ChatContentPart[])[0] as { text: string }).text;
+    assert.doesNotMatch(prompt, /call_user\(\)/);
+    assert.doesNotMatch(prompt, /password/);
+    assert.match(prompt, /- Use Chinese in `Thought` part\./);
+
+    const refused: [Record<string, unknown>, RegExp][] = [
+      [{ coordModel: 'qwen' }, /^policy\.options\.coordModel: got "qwen"; .*"ui-tars-1\.5": absolute pixels/],
+      [{ maxImages: 0 }, /^policy\.options\.maxImages: got 0; .*screenshots kept in the context/],
+      [{ callUser: 'yes' }, /^policy\.options\.callUser: got "yes"/],
+      [{ minPixels: 1000, maxPixels: 10 }, /^policy\.options\.minPixels: got 1000, above maxPixels 10/],
+      [{ model: '' }, /^policy\.options\.model: got ""/],
+    ];
+    for (const [options, message] of refused) {
+      assert.throws(
+        () => factory(ctx(options)),
+        (err: unknown) => err instanceof UiTarsOptionsError && message.test(err.message),
+        JSON.stringify(options)
+      );
+    }
+  });
 });
 
 describe('VLM helpers', () => {
@@ -253,6 +326,31 @@ describe('VLM helpers', () => {
     assert.equal(versionFromModelName('/models/checkpoint-3/'), 3);
     assert.equal(versionFromModelName('ui-tars-1.5-7b', 9), 9);
     assert.equal(versionFromModelName('ui-tars-1.5', 9), 9);
+  });
+
+  it("the prompt is DART's UI-TARS computer-use template with call_user() and the password note", () => {
+    const p = computerUsePrompt('Install vlc');
+    assert.ok(p.startsWith('You are a GUI agent. You are given a task and your action history, with screenshots.'));
+    for (const line of [
+      "click(start_box='<|box_start|>(x1,y1)<|box_end|>')",
+      "left_double(start_box='<|box_start|>(x1,y1)<|box_end|>')",
+      "right_single(start_box='<|box_start|>(x1,y1)<|box_end|>')",
+      "drag(start_box='<|box_start|>(x1,y1)<|box_end|>', end_box='<|box_start|>(x3,y3)<|box_end|>')",
+      "hotkey(key='')",
+      'type(content=\'\') #If you want to submit your input, use "\\n" at the end of `content`.',
+      "scroll(start_box='<|box_start|>(x1,y1)<|box_end|>', direction='down or up or right or left')",
+      'wait() #Sleep for 5s and take a screenshot to check for any changes.',
+      "finished(content='xxx') # Use escape characters \\', \\\", and \\n in content part to ensure we can parse the content in normal python string format.",
+      "call_user() # Submit the task and call the user when the task is unsolvable, or when you need the user's help.",
+      '- Use English in `Thought` part.',
+      "- My computer's password is 'password', feel free to use it when you need sudo rights.",
+    ]) {
+      assert.ok(p.split('\n').includes(line), `missing line: ${line}`);
+    }
+    assert.ok(p.endsWith('## User Instruction\nInstall vlc\n'));
+    const plain = computerUsePrompt('x', { callUser: false, password: 'hunter2' });
+    assert.doesNotMatch(plain, /call_user/);
+    assert.match(plain, /password is 'hunter2'/);
   });
 
   it('addBoxTokens is idempotent; buildMessages caps assistant turns', () => {

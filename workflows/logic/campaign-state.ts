@@ -13,20 +13,31 @@ import {
   type CandidateTrajectory,
 } from '../../algorithms';
 import type { TrainGroupRef } from '../../activities/trainer/types';
+import { isSuccess } from '../../algorithms/success';
+import { keys } from '../../storage/keys';
+import { addVersion, ancestry, isFreshFor, pruneLineage, rollbackTarget, ROOT_PARENT, type Lineage } from './lineage';
 import type { CampaignConfig } from '../../schemas/config';
 import type {
   CampaignPhase,
   CampaignStatus,
   EvalPoint,
   GroupSummary,
+  PolicyEndpoint,
   TaskStats,
-  TrajectorySummary,
 } from '../../schemas/campaign';
 
-/** How many recent rewards a task keeps (bounds the carried state). */
-export const STATS_WINDOW = 64;
+/**
+ * How many recent rewards a task keeps: the rollout-number rule reads the last n_prev ≤ nMax rewards and
+ * the status the last 16, so 16 suffices (bounds the carried state: 369 OSWorld tasks × 16 numbers).
+ */
+export const STATS_WINDOW = 16;
 /** Evaluation points kept in the workflow (all of them are also in MinIO via the curve activity). */
-export const EVALS_KEPT = 200;
+export const EVALS_KEPT = 50;
+/**
+ * Most groups the buffer holds: a train step takes at most maxGroups, so more than a few steps' worth
+ * can only go stale. The oldest are dropped first (recorded as discards 'buffer-full').
+ */
+export const bufferCapacity = (c: CampaignConfig): number => 4 * c.trainer.maxGroups;
 
 export interface TaskRef {
   id: string;
@@ -42,9 +53,52 @@ export interface InFlightGroup {
   taskId: string;
   n: number;
   startedAtMs: number;
+  /** The run (runIndex) that started it: children of earlier runs are reconciled by describing them. */
+  run: number;
+}
+
+/**
+ * A finished group waiting for a train step: the compact form of its GroupSummary (ids, rewards,
+ * versions). A trajectory's manifest key is derived from the campaign and trajectory id unless it lives
+ * elsewhere (an injected success), then it is kept.
+ */
+export interface BufferedTrajectory {
+  trajectoryId: string;
+  reward: number;
+  numSteps: number;
+  minPolicyVersion: number;
+  maxPolicyVersion: number;
+  injectedFromPool: boolean;
+  manifestKey?: string;
+}
+export interface BufferedGroup {
+  groupId: string;
+  taskId: string;
+  trajectories: BufferedTrajectory[];
+}
+
+/** A child workflow the campaign waits for (train step, model rollout, evaluation). */
+export interface ChildRef {
+  workflowId: string;
+  startedAtMs: number;
+  run: number;
+}
+export interface TrainChild extends ChildRef {
+  trainStep: number;
+  fromVersion: number;
+  /** What the step took (discard records if it fails for good). */
+  groups: Array<{ groupId: string; taskId: string; trajectoryIds: string[] }>;
+}
+export interface RolloutChild extends ChildRef {
+  version: number;
+}
+export interface EvalChild extends ChildRef {
+  version: number;
 }
 
 export interface CampaignState {
+  /** Carried across continue-as-new; validated and migrated by workflows/logic/state-schema.ts. */
+  schemaVersion: 2;
   campaignId: string;
   config: CampaignConfig;
   tasks: TaskRef[];
@@ -57,25 +111,39 @@ export interface CampaignState {
   cursor: number;
   groupSeq: number;
   stats: Record<string, TaskStats>;
-  /** Latest-success lengths and rewards per task, for dynamic max steps (bounded like stats). */
-  outcomes: Record<string, Array<{ reward: number | null; numSteps: number }>>;
-  /** Finished groups waiting for a train step, oldest first. */
-  buffer: GroupSummary[];
+  /** Finished groups waiting for a train step, oldest first (bounded by bufferCapacity). */
+  buffer: BufferedGroup[];
   inFlight: Record<string, InFlightGroup>;
+  /** The version the next train step starts from (the head of the lineage being trained). */
   policyVersion: number;
   /** Reference policy of the KL term: v0, or the behaviour-cloned warm start (DART: the SFT model). */
   referenceVersion: number;
+  /** version → parent (staleness is measured along it; abandoned branches are never trained). */
+  lineage: Lineage;
+  /** serverId → version it serves (live servers only). */
   servedVersions: Record<string, number>;
+  /** Live policy servers (refreshed from the registry while the campaign runs). */
+  endpoints: PolicyEndpoint[];
   pinnedVersion: number | null;
+  /** Children in flight: at most one train step, one model rollout and one evaluation at a time. */
+  train: TrainChild | null;
+  rollout: RolloutChild | null;
+  evaluation: EvalChild | null;
+  /** A trained version waiting for the model rollout in flight to finish (newest wins). */
+  pendingRollout: number | null;
+  /** Model rollouts that finished ok since the last evaluation started. */
+  rolloutsSinceEval: number;
   trainSteps: number;
   episodes: number;
   infraFailures: number;
   staleDropped: number;
   /** Model rollouts that were rolled back (failed load or canary gate). */
   rolledBack: number;
+  /** Trained versions that were abandoned (refused by a gate, or their parent was). */
+  abandonedVersions: number;
   evals: EvalPoint[];
   lastEvalVersion: number;
-  /** Trajectory ids already consumed by a train step (guards "each at most once" in the workflow too). */
+  /** Trajectories consumed by train steps (each at most once). */
   consumedCount: number;
 }
 
@@ -102,6 +170,7 @@ export function initialCampaignState(args: {
   initialVersion: number;
 }): CampaignState {
   return {
+    schemaVersion: 2,
     campaignId: args.campaignId,
     config: args.config,
     tasks: args.tasks,
@@ -114,18 +183,25 @@ export function initialCampaignState(args: {
     cursor: 0,
     groupSeq: 0,
     stats: Object.fromEntries(args.tasks.map((t) => [t.id, emptyTaskStats(t.id)])),
-    outcomes: Object.fromEntries(args.tasks.map((t) => [t.id, []])),
     buffer: [],
     inFlight: {},
     policyVersion: args.initialVersion,
     referenceVersion: args.initialVersion,
+    lineage: { [String(args.initialVersion)]: ROOT_PARENT },
     servedVersions: {},
+    endpoints: [],
     pinnedVersion: null,
+    train: null,
+    rollout: null,
+    evaluation: null,
+    pendingRollout: null,
+    rolloutsSinceEval: 0,
     trainSteps: 0,
     episodes: 0,
     infraFailures: 0,
     staleDropped: 0,
     rolledBack: 0,
+    abandonedVersions: 0,
     evals: [],
     lastEvalVersion: -1,
     consumedCount: 0,
@@ -143,7 +219,16 @@ export interface GroupPlan {
 
 export const episodesInFlight = (s: CampaignState): number => Object.values(s.inFlight).reduce((a, g) => a + g.n, 0);
 
-/** DART §4.6/§4.7 for one task: rollout count and step budget from its history. */
+/** A success: reward ≥ campaign.successThreshold (algorithms/success.ts; the raw reward stays recorded). */
+export const isSuccessReward = (s: Pick<CampaignState, 'config'>, reward: number | null): boolean =>
+  isSuccess(reward, s.config.campaign.successThreshold);
+
+/**
+ * DART §4.6/§4.7 for one task: rollout count from its recent success rate; step budget from the longest
+ * success ever seen (DART: "the historical maximum of successful trajectories") plus the margin. A task
+ * whose recent episodes all failed gets the full budget again, so a budget set by an early short success
+ * can grow back when the task needs longer (a window-based budget could only shrink).
+ */
 export function rolloutPlanFor(s: CampaignState, task: TaskRef): { n: number; maxSteps: number } {
   const st = s.stats[task.id] ?? emptyTaskStats(task.id);
   const r = s.config.rollout;
@@ -156,12 +241,11 @@ export function rolloutPlanFor(s: CampaignState, task: TaskRef): { n: number; ma
     successRateThreshold: r.successRateThreshold,
   });
   const cap = Math.min(r.maxSteps, task.maxSteps);
-  const maxSteps = dynamicMaxSteps(s.outcomes[task.id] ?? [], {
-    enabled: r.dynamicMaxSteps,
-    maxSteps: cap,
-    margin: r.maxStepsMargin,
-    minSteps: 1,
-  });
+  const struggling = st.recentRewards.length > 0 && sr === 0;
+  const maxSteps = dynamicMaxSteps(
+    st.longestSuccess > 0 && !struggling ? [{ reward: 1, numSteps: st.longestSuccess }] : [],
+    { enabled: r.dynamicMaxSteps, maxSteps: cap, margin: r.maxStepsMargin, minSteps: 1 }
+  );
   // A group needs ≥ 2 episodes for a non-zero GRPO advantage.
   return { n: Math.max(2, n), maxSteps };
 }
@@ -182,42 +266,93 @@ export function planNextGroup(s: CampaignState): GroupPlan | null {
   const rng = createPrng(hashSeed(groupId));
   const span = task.trainSeeds.to - task.trainSeeds.from;
   const seed = task.trainSeeds.from + rng.nextInt(Math.max(1, Math.min(span, 2 ** 31 - 1)));
-  const st = s.stats[task.id];
-  const poolWanted = s.config.curation.experiencePool
-    ? Math.max(0, s.config.curation.precollectSuccessesPerTask - (st?.poolSize ?? 0))
-    : 0;
+  // DART's pool lookup takes the most recent success of a task: every group offers its successes and the
+  // pool keeps the newest k per task (activities/data/campaign-data.ts addToPool).
+  const poolWanted = s.config.curation.experiencePool ? s.config.curation.precollectSuccessesPerTask : 0;
   return { groupId, task, seed, n, maxSteps, poolWanted };
 }
 
 export function markGroupStarted(s: CampaignState, plan: GroupPlan, nowMs: number): void {
-  s.inFlight[plan.groupId] = { groupId: plan.groupId, taskId: plan.task.id, n: plan.n, startedAtMs: nowMs };
+  s.inFlight[plan.groupId] = {
+    groupId: plan.groupId,
+    taskId: plan.task.id,
+    n: plan.n,
+    startedAtMs: nowMs,
+    run: s.runIndex,
+  };
   s.cursor++;
   s.groupSeq++;
   const st = s.stats[plan.task.id];
   if (st) st.lastN = plan.n;
 }
 
-/** A finished group: update task statistics and buffer it for training. Duplicate reports are ignored. */
+/** The buffered (compact) form of a group summary: what the train-batch selection needs, nothing more. */
+export function toBufferedGroup(campaignId: string, g: GroupSummary): BufferedGroup {
+  return {
+    groupId: g.groupId,
+    taskId: g.taskId,
+    trajectories: g.trajectories
+      .filter((t) => t.reward !== null)
+      .map((t) => ({
+        trajectoryId: t.trajectoryId,
+        reward: t.reward ?? 0,
+        numSteps: t.numSteps,
+        minPolicyVersion: t.minPolicyVersion,
+        maxPolicyVersion: t.maxPolicyVersion,
+        injectedFromPool: t.injectedFromPool,
+        ...(t.manifestKey !== keys.trajectoryManifest(campaignId, t.trajectoryId)
+          ? { manifestKey: t.manifestKey }
+          : {}),
+      })),
+  };
+}
+
+export const manifestKeyOf = (campaignId: string, t: BufferedTrajectory): string =>
+  t.manifestKey ?? keys.trajectoryManifest(campaignId, t.trajectoryId);
+
+/**
+ * A finished group: update task statistics and buffer it for training. Duplicate or unknown reports
+ * (a retried signal, a child result that arrives after its signal) are ignored.
+ */
 export function recordGroup(s: CampaignState, g: GroupSummary, poolAdded: number): boolean {
-  if (!s.inFlight[g.groupId]) return false; // duplicate or unknown (e.g. a retried signal)
+  if (!s.inFlight[g.groupId]) return false;
   delete s.inFlight[g.groupId];
   s.infraFailures += g.infraFailures;
   const st = s.stats[g.taskId] ?? (s.stats[g.taskId] = emptyTaskStats(g.taskId));
-  const outcomes = s.outcomes[g.taskId] ?? (s.outcomes[g.taskId] = []);
   for (const t of g.trajectories) {
     if (t.injectedFromPool || t.reward === null) continue;
     s.episodes++;
     st.episodes++;
-    if (t.reward > 0) st.successes++;
+    if (isSuccessReward(s, t.reward)) {
+      st.successes++;
+      st.longestSuccess = Math.max(st.longestSuccess, t.numSteps);
+    }
     st.recentRewards.push(t.reward);
-    outcomes.push({ reward: t.reward, numSteps: t.numSteps });
   }
   st.recentRewards.splice(0, Math.max(0, st.recentRewards.length - STATS_WINDOW));
-  outcomes.splice(0, Math.max(0, outcomes.length - STATS_WINDOW));
-  st.poolSize += poolAdded;
+  st.poolSize = Math.min(s.config.curation.precollectSuccessesPerTask, st.poolSize + poolAdded);
   st.hard = isHardTask([...st.recentRewards].reverse().slice(0, Math.max(st.lastN, 1)));
-  if (g.trajectories.some((t) => t.reward !== null)) s.buffer.push(g);
+  if (g.trajectories.some((t) => t.reward !== null)) s.buffer.push(toBufferedGroup(s.campaignId, g));
   return true;
+}
+
+/** A group that will never report (its child failed, was terminated or timed out): its episodes are lost. */
+export function recordGroupLost(s: CampaignState, groupId: string): InFlightGroup | null {
+  const g = s.inFlight[groupId];
+  if (!g) return null;
+  delete s.inFlight[groupId];
+  s.infraFailures += g.n;
+  return g;
+}
+
+/** Drops the oldest buffered groups beyond bufferCapacity; returns them (for discard records). */
+export function trimBuffer(s: CampaignState): BufferedGroup[] {
+  const excess = s.buffer.length - bufferCapacity(s.config);
+  if (excess <= 0) return [];
+  const dropped = s.buffer.slice(0, excess);
+  s.buffer = s.buffer.slice(excess);
+  s.staleDropped += dropped.length;
+  return dropped;
 }
 
 /** Success rate of the latest episodes over all tasks (for status and the UI). */
@@ -226,44 +361,48 @@ export function recentSuccess(s: CampaignState): number {
   let n = 0;
   for (const st of Object.values(s.stats)) {
     for (const r of st.recentRewards.slice(-16)) {
-      sum += r > 0 ? 1 : 0;
+      sum += isSuccessReward(s, r) ? 1 : 0;
       n++;
     }
   }
   return n === 0 ? 0 : sum / n;
 }
 
-const asCandidate = (t: TrajectorySummary): CandidateTrajectory & TrajectorySummary => ({ ...t, createdAt: 0 });
-
 export interface TrainBatch {
   groups: TrainGroupRef[];
   /** Buffered groups the batch used or dropped (removed from the buffer when the step is started). */
   takenGroupIds: string[];
   skipped: Array<{ groupId: string; reason: string }>;
+  /** The versions a sample may come from: the head and its ancestors within maxStaleness (head first). */
+  allowedVersions: number[];
+}
+
+/** Is this buffered trajectory trainable on the current head (pooled successes are exempt, as in DART)? */
+export function isTrainable(s: CampaignState, t: BufferedTrajectory): boolean {
+  return t.injectedFromPool || isFreshFor(s.lineage, s.policyVersion, t, s.config.curation.maxStaleness);
 }
 
 /**
- * DART §3.4 for the buffered groups: drop trajectories whose newest step is too stale for the version
- * being trained, apply eligibility / pool injection / down-sampling per group, take up to maxGroups
- * oldest-first. Returns null when fewer than minGroups are trainable (the trainer waits for data).
+ * DART §3.4 for the buffered groups: drop trajectories that are too stale for the version being trained
+ * (measured along the lineage; data of abandoned branches never qualifies), apply eligibility / pool
+ * injection / down-sampling per group, take up to maxGroups oldest-first. Returns null when fewer than
+ * minGroups are trainable (the trainer waits for data).
  */
 export function selectTrainBatch(s: CampaignState, opts: { minGroups?: number } = {}): TrainBatch | null {
   const c = s.config;
-  const trainVersion = s.policyVersion;
   const groups: TrainGroupRef[] = [];
   const takenGroupIds: string[] = [];
   const skipped: TrainBatch['skipped'] = [];
   for (const g of s.buffer) {
     if (groups.length >= c.trainer.maxGroups) break;
-    const fresh = g.trajectories.filter(
-      (t) => t.injectedFromPool || t.maxPolicyVersion >= trainVersion - c.curation.maxStaleness
-    );
+    const fresh = g.trajectories.filter((t) => isTrainable(s, t));
     const online = fresh.filter((t) => !t.injectedFromPool);
     const pool = fresh.filter((t) => t.injectedFromPool);
     takenGroupIds.push(g.groupId);
     // Per-task group of DART = our task+seed group; its size is the n we asked for (dynamic), so the
     // "enough rows" rule becomes: at least 2 fresh online episodes.
     const rng = createPrng(hashSeed(`${g.groupId}/select`));
+    const asCandidate = (t: BufferedTrajectory): CandidateTrajectory & BufferedTrajectory => ({ ...t, createdAt: 0 });
     const curated = curateGroup(online.map(asCandidate), pool.map(asCandidate), rng, {
       accMax: c.curation.accMax,
       perTaskLimit: Math.min(2, online.length || 2),
@@ -285,14 +424,15 @@ export function selectTrainBatch(s: CampaignState, opts: { minGroups?: number } 
       taskId: g.taskId,
       trajectories: curated.trajectories.map((t) => ({
         trajectoryId: t.trajectoryId,
-        manifestKey: t.manifestKey,
-        reward: t.reward ?? 0,
+        manifestKey: manifestKeyOf(s.campaignId, t),
+        reward: t.reward,
         injectedFromPool: t.injectedFromPool,
       })),
     });
   }
   if (groups.length < (opts.minGroups ?? c.trainer.minGroups)) return null;
-  return { groups, takenGroupIds, skipped };
+  const allowedVersions = ancestry(s.lineage, s.policyVersion, c.curation.maxStaleness);
+  return { groups, takenGroupIds, skipped, allowedVersions };
 }
 
 /** Removes the groups a started train step took (each trajectory is consumed at most once). */
@@ -303,14 +443,93 @@ export function takeFromBuffer(s: CampaignState, batch: TrainBatch): void {
   s.consumedCount += batch.groups.reduce((a, g) => a + g.trajectories.filter((t) => !t.injectedFromPool).length, 0);
 }
 
-/** Groups that can no longer become trainable (all stale) are dropped so the buffer stays bounded. */
+/** Groups that can no longer become trainable (stale or from an abandoned branch) are dropped. */
 export function pruneStaleBuffer(s: CampaignState): number {
-  const minVersion = s.policyVersion - s.config.curation.maxStaleness;
   const before = s.buffer.length;
-  s.buffer = s.buffer.filter((g) => g.trajectories.some((t) => t.injectedFromPool || t.maxPolicyVersion >= minVersion));
+  s.buffer = s.buffer.filter((g) => g.trajectories.some((t) => isTrainable(s, t)));
   const dropped = before - s.buffer.length;
   s.staleDropped += dropped;
   return dropped;
+}
+
+/**
+ * A train step's new version arrived. It becomes the head only if it was trained from the current head;
+ * if the head moved meanwhile (a rollback or a pin), the version is recorded in the lineage but
+ * abandoned, and never served.
+ */
+export function adoptTrainedVersion(
+  s: CampaignState,
+  r: { version: number; fromVersion: number }
+): 'adopted' | 'abandoned' {
+  addVersion(s.lineage, r.version, r.fromVersion);
+  s.trainSteps++;
+  if (r.fromVersion !== s.policyVersion) {
+    s.abandonedVersions++;
+    return 'abandoned';
+  }
+  s.policyVersion = r.version;
+  // Newest wins: a version waiting for the rollout in flight replaces an older waiting one.
+  s.pendingRollout = r.version;
+  return 'adopted';
+}
+
+/** The live policy servers changed (registry refresh, or a rollout found one gone). */
+export function setEndpoints(s: CampaignState, live: PolicyEndpoint[]): void {
+  s.endpoints = [...live];
+  const ids = new Set(live.map((e) => e.serverId));
+  s.servedVersions = Object.fromEntries(Object.entries(s.servedVersions).filter(([id]) => ids.has(id)));
+}
+
+export interface RolloutOutcome {
+  version: number;
+  ok: boolean;
+  servedVersions: Record<string, number>;
+  /** Servers that never picked their reload up (dead): removed, not a reason to roll back. */
+  droppedServers?: string[];
+  reason?: string;
+}
+
+/**
+ * A model rollout finished. Ok: the servers serve the new version. Refused (a failed load or canary
+ * gate): the version and every version trained from it are abandoned, training goes on from the nearest
+ * ancestor a live server still serves, and buffered data from the abandoned branch is pruned by the caller.
+ */
+export function applyRolloutOutcome(s: CampaignState, r: RolloutOutcome): 'ok' | 'rolled-back' {
+  s.rollout = null;
+  const dropped = new Set(r.droppedServers ?? []);
+  s.endpoints = s.endpoints.filter((e) => !dropped.has(e.serverId));
+  const live = new Set(s.endpoints.map((e) => e.serverId));
+  s.servedVersions = Object.fromEntries(Object.entries(r.servedVersions).filter(([id]) => live.has(id)));
+  if (r.ok) {
+    s.rolloutsSinceEval++;
+    return 'ok';
+  }
+  s.rolledBack++;
+  const onRefusedBranch = (v: number) => ancestry(s.lineage, v, 1_000).includes(r.version);
+  if (s.pendingRollout !== null && onRefusedBranch(s.pendingRollout)) s.pendingRollout = null;
+  if (onRefusedBranch(s.policyVersion)) {
+    s.policyVersion = rollbackTarget(s.lineage, r.version, Object.values(s.servedVersions));
+    s.abandonedVersions++;
+  }
+  return 'rolled-back';
+}
+
+/** Versions the lineage must keep: the head, what is served, rolled out, pending, pinned, the KL reference. */
+export function liveVersions(s: CampaignState): number[] {
+  return [
+    s.policyVersion,
+    s.referenceVersion,
+    ...Object.values(s.servedVersions),
+    ...(s.rollout ? [s.rollout.version] : []),
+    ...(s.pendingRollout !== null ? [s.pendingRollout] : []),
+    ...(s.pinnedVersion !== null ? [s.pinnedVersion] : []),
+    ...(s.train ? [s.train.fromVersion] : []),
+  ];
+}
+
+/** Keeps the lineage bounded over thousands of train steps. */
+export function compactLineage(s: CampaignState): void {
+  s.lineage = pruneLineage(s.lineage, liveVersions(s), s.config.curation.maxStaleness + 2);
 }
 
 export function recordEval(s: CampaignState, point: EvalPoint): void {
@@ -334,10 +553,11 @@ export function shouldStop(s: CampaignState): boolean {
   return last.successRate >= c.targetSuccess && families.every((v) => v >= c.targetSuccess!);
 }
 
-export function campaignStatus(s: CampaignState, live: { trainInFlight?: boolean } = {}): CampaignStatus {
+export function campaignStatus(s: CampaignState): CampaignStatus {
+  const pausable = s.phase === 'running' || s.phase === 'warm-start';
   return {
     campaignId: s.campaignId,
-    phase: s.paused && s.phase === 'running' ? 'paused' : s.phase,
+    phase: s.paused && pausable ? 'paused' : s.phase,
     mode: s.config.campaign.mode,
     policyVersion: s.policyVersion,
     servedVersions: { ...s.servedVersions },
@@ -347,7 +567,7 @@ export function campaignStatus(s: CampaignState, live: { trainInFlight?: boolean
     groupsInFlight: Object.keys(s.inFlight).length,
     episodesInFlight: episodesInFlight(s),
     bufferedGroups: s.buffer.length,
-    trainInFlight: live.trainInFlight ?? false,
+    trainInFlight: s.train !== null,
     recentSuccessRate: recentSuccess(s),
     lastEval: s.evals.at(-1) ?? null,
     evals: s.evals.slice(-20),

@@ -1,0 +1,68 @@
+/**
+ * The `policy.options` record of a `uitars` episode, validated: a wrong value is a UiTarsOptionsError
+ * naming `policy.options.<field>`, the value and what is allowed — never silently a default.
+ */
+import { z } from 'zod';
+
+export class UiTarsOptionsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UiTarsOptionsError';
+  }
+}
+
+const positiveInt = z.number().int().positive();
+
+export const UiTarsOptionsSchema = z.object({
+  model: z.string().min(1).optional().describe('the model name the server serves (vLLM --served-model-name)'),
+  topLogprobs: z
+    .number()
+    .int()
+    .min(0)
+    .max(20)
+    .optional()
+    .describe('alternatives per token for the entropy estimate (0–20)'),
+  maxTokens: positiveInt.optional().describe('response token limit'),
+  timeoutMs: positiveInt.optional().describe('per-attempt timeout in ms'),
+  maxRetries: z.number().int().min(0).optional().describe('retries after the first attempt'),
+  coordModel: z
+    .enum(['ui-tars-1.5', 'ui-tars'])
+    .optional()
+    .describe('"ui-tars-1.5": absolute pixels of the smart-resized screenshot; "ui-tars": the 0–1000 relative grid'),
+  minPixels: positiveInt.optional().describe('smart-resize lower bound in pixels (Qwen default 100·28² = 78400)'),
+  maxPixels: positiveInt.optional().describe('smart-resize upper bound in pixels (Qwen default 16384·28² = 12845056)'),
+  resizeScreenshots: z
+    .boolean()
+    .optional()
+    .describe('smart-resize screenshots before sending them (true), or leave it to the server (false)'),
+  maxImages: positiveInt.optional().describe('screenshots kept in the context (DART: 5)'),
+  maxTexts: positiveInt.optional().describe('past assistant turns kept in the context (DART: 35)'),
+  language: z.string().min(1).optional().describe('language of the Thought part (DART: English)'),
+  callUser: z.boolean().optional().describe('list call_user() in the prompt'),
+  password: z
+    .string()
+    .nullable()
+    .optional()
+    .describe("the machine's password named in the prompt for sudo tasks; null leaves the note out"),
+});
+export type UiTarsOptionsInput = z.infer<typeof UiTarsOptionsSchema>;
+
+/** Validates the options record (unknown keys are ignored: the record is shared by every policy kind). */
+export function parseUiTarsOptions(options: Record<string, unknown>): UiTarsOptionsInput {
+  const r = UiTarsOptionsSchema.safeParse(options);
+  if (r.success) {
+    if (r.data.minPixels !== undefined && r.data.maxPixels !== undefined && r.data.minPixels > r.data.maxPixels) {
+      throw new UiTarsOptionsError(
+        `policy.options.minPixels: got ${r.data.minPixels}, above maxPixels ${r.data.maxPixels}; make minPixels ≤ maxPixels`
+      );
+    }
+    return r.data;
+  }
+  const issue = r.error.issues[0];
+  const field = String(issue?.path[0] ?? '');
+  const shape = UiTarsOptionsSchema.shape as Record<string, z.ZodType>;
+  const what = shape[field]?.description;
+  throw new UiTarsOptionsError(
+    `policy.options.${field}: got ${JSON.stringify(options[field])}; ${issue?.message ?? 'invalid'}${what ? ` — ${what}` : ''}`
+  );
+}
