@@ -52,5 +52,11 @@ export function renderPyautogui(action: CanonicalAction, screen: Size): string {
       return 'DONE';
     case 'call_user':
       return 'FAIL';
+    case 'hover':
+      return `pyautogui.moveTo(${X(action.x)}, ${Y(action.y)})`;
+    case 'key_down':
+      return `pyautogui.keyDown(${py(pyKey(action.key))})`;
+    case 'key_up':
+      return `pyautogui.keyUp(${py(pyKey(action.key))})`;
   }
 }

@@ -79,6 +79,12 @@ export function renderUiTarsAction(action: CanonicalAction, space: CoordSpace, o
       return action.content !== undefined ? `finished(content=${quoteArg(action.content)})` : 'finished()';
     case 'call_user':
       return 'call_user()';
+    case 'hover':
+      return `hover(start_box='${point(action.x, action.y, space, opts)}')`;
+    case 'key_down':
+      return `keydown(key=${quoteArg(action.key)})`;
+    case 'key_up':
+      return `keyup(key=${quoteArg(action.key)})`;
   }
 }
 
@@ -93,10 +99,9 @@ export function renderUiTarsResponse(
 }
 
 /**
- * UI-TARS actions that the canonical schema cannot express yet. DART executes them as pyautogui
- * moveTo / keyDown / keyUp. They are parsed (never refused as unknown) and reported in `unsupported`
- * until schemas/actions.ts has a `hover {x,y}` / `key_down {key}` / `key_up {key}` member; from then on
- * they pass the schema check below and run like any other action, with no change here.
+ * hover / keydown / keyup (DART executes them as pyautogui moveTo / keyDown / keyUp). They are canonical
+ * actions now (schemas/actions.ts); the type stays so that a build whose schema lacks one still parses
+ * it and reports it in `unsupported` instead of refusing it.
  */
 export type UiTarsExtraAction =
   { type: 'hover'; x: number; y: number } | { type: 'key_down'; key: string } | { type: 'key_up'; key: string };

@@ -18,6 +18,9 @@ export const ACTION_TYPES = [
   'wait',
   'finished',
   'call_user',
+  'hover',
+  'key_down',
+  'key_up',
 ] as const;
 export type ActionType = (typeof ACTION_TYPES)[number];
 
@@ -37,5 +40,9 @@ export const CanonicalActionSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('wait') }),
   z.object({ type: z.literal('finished'), content: z.string().max(2000).optional() }),
   z.object({ type: z.literal('call_user') }),
+  // UI-TARS's parser also emits these (DART executes them as moveTo / keyDown / keyUp).
+  z.object({ type: z.literal('hover'), x: unit, y: unit }),
+  z.object({ type: z.literal('key_down'), key: z.string().min(1).max(32) }),
+  z.object({ type: z.literal('key_up'), key: z.string().min(1).max(32) }),
 ]);
 export type CanonicalAction = z.infer<typeof CanonicalActionSchema>;

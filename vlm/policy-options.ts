@@ -3,8 +3,9 @@
  * naming `policy.options.<field>`, the value and what is allowed — never silently a default.
  */
 import { z } from 'zod';
+import { PolicyConfigError } from '../activities/env/policy';
 
-export class UiTarsOptionsError extends Error {
+export class UiTarsOptionsError extends PolicyConfigError {
   constructor(message: string) {
     super(message);
     this.name = 'UiTarsOptionsError';

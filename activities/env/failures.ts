@@ -7,7 +7,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { EnvError } from '../../envs/errors';
 import { StorageUnavailableError } from '../../storage/errors';
 import { TaskConfigError } from '../../tasks/errors';
-import { PolicyUnavailableError } from './policy';
+import { PolicyConfigError, PolicyUnavailableError } from './policy';
 
 export const NON_RETRYABLE_ENV_FAILURES = ['TaskConfigError', 'InvalidEpisodeInput'] as const;
 
@@ -15,6 +15,14 @@ export function toActivityFailure(err: unknown): Error {
   if (err instanceof ApplicationFailure || err instanceof CancelledFailure) return err;
   if (err instanceof TaskConfigError) {
     return ApplicationFailure.create({ type: 'TaskConfigError', message: err.message, nonRetryable: true, cause: err });
+  }
+  if (err instanceof PolicyConfigError) {
+    return ApplicationFailure.create({
+      type: 'InvalidEpisodeInput',
+      message: err.message,
+      nonRetryable: true,
+      cause: err,
+    });
   }
   const retryable = (type: string, e: Error) =>
     ApplicationFailure.create({ type, message: e.message, nonRetryable: false, cause: e });

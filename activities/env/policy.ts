@@ -33,6 +33,11 @@ export interface PolicyActOptions {
 export interface PolicyDecision {
   /** null when the model output did not parse: the step counts as a failed action. */
   action: CanonicalAction | null;
+  /**
+   * Every runnable action of a response that holds several (UI-TARS may answer "click(…)\n\ntype(…)"),
+   * in order; the step runs them all (actions/sequence.ts). Absent: the step runs `action` alone.
+   */
+  actions?: CanonicalAction[];
   /** UI-TARS text (or the raw model output when it did not parse). */
   actionText: string;
   actionIndex?: number;
@@ -62,6 +67,17 @@ export interface PolicyContext {
 export type PolicyFactory = (ctx: PolicyContext) => EpisodePolicy | Promise<EpisodePolicy>;
 
 /** The policy is unreachable or failed (not a bad action): retryable infrastructure failure. */
+/**
+ * The episode's policy options are invalid (e.g. `policy.options.coordModel`): bad input, so the
+ * episode fails non-retryably (InvalidEpisodeInput) and the env is not blamed.
+ */
+export class PolicyConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PolicyConfigError';
+  }
+}
+
 export class PolicyUnavailableError extends Error {
   constructor(message: string) {
     super(message);

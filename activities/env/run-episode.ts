@@ -19,6 +19,7 @@ import { TaskConfigError } from '../../tasks/errors';
 import type { EnvPool, GuiEnv, Observation } from '../../envs/types';
 import { parseTaskSpec } from '../../tasks/loader';
 import type { TaskSpec } from '../../tasks/schema';
+import { runActionSequence } from '../../actions/sequence';
 import { failureStatus, toActivityFailure } from './failures';
 import { EpisodeClock } from './timing';
 import {
@@ -29,6 +30,7 @@ import {
   type RunEpisodeResult,
 } from './input';
 import {
+  PolicyConfigError,
   PolicyUnavailableError,
   type EpisodePolicy,
   type PolicyDecision,
@@ -216,10 +218,13 @@ export async function runEpisodeCore(
         );
       }
       // A malformed model output is a failed step, not an error: the episode goes on by the task's rules.
+      // A response with several actions runs them all within the step, stopping at a failure or an end.
       const action = decision.action;
-      const res = action
-        ? await clock.env(() => env.step(action))
-        : { done: false, actionOk: false, error: decision.parseError ?? 'unparseable action' };
+      const sequence = decision.actions?.length ? decision.actions : action ? [action] : [];
+      const res =
+        sequence.length > 0
+          ? await clock.env(() => runActionSequence(sequence, (a) => env.step(a)))
+          : { done: false, actionOk: false, error: decision.parseError ?? 'unparseable action' };
       steps.push({
         schemaVersion: 1,
         trajectoryId,
@@ -263,7 +268,8 @@ export async function runEpisodeCore(
       err instanceof CancelledFailure ||
       err instanceof PolicyUnavailableError ||
       err instanceof StorageUnavailableError ||
-      err instanceof TaskConfigError
+      err instanceof TaskConfigError ||
+      err instanceof PolicyConfigError
     );
     // Best effort: a record of the failed attempt (reward null) helps debugging; a retry overwrites it.
     await writeTrajectory(failureStatus(err), null, err instanceof Error ? err.message : String(err)).catch(

@@ -100,6 +100,16 @@ export async function executeAction(
       );
       return { ok: true };
     }
+    case 'hover':
+      await page.mouse.move(px(action.x), py(action.y));
+      return { ok: true };
+    case 'key_down':
+    case 'key_up': {
+      const key = playwrightKey(action.key);
+      if (key === undefined) return { ok: false, error: `unknown key: ${action.key}` };
+      await (action.type === 'key_down' ? page.keyboard.down(key) : page.keyboard.up(key));
+      return { ok: true };
+    }
     case 'wait':
     case 'finished':
     case 'call_user':

@@ -114,6 +114,34 @@ test('a malformed action is a failed step and the episode goes on', async () => 
   assert.equal(steps[0]?.parseError, 'unknown action "fly"');
 });
 
+test('a response with several actions runs them all in one step, stopping at the first that fails', async () => {
+  let calls = 0;
+  const multi: PolicyFactory = (ctx) => {
+    const oracle = createOraclePolicy(ctx);
+    return {
+      async act(obs, opts) {
+        const d = await oracle.act(obs, opts);
+        const first = calls++ === 0;
+        // Step 0: an unexecutable hotkey first, so the oracle's click after it must not run.
+        // Later steps: a wait, then the oracle's action, both within the one step.
+        const lead = first ? ({ type: 'hotkey', keys: ['nosuchkey'] } as const) : ({ type: 'wait' } as const);
+        return { ...d, actions: [lead, ...(d.action ? [d.action] : [])] };
+      },
+    };
+  };
+  const res = await runEpisodeCore(
+    deps({ multi }),
+    input({ task: loadTask('click-colour'), policy: { kind: 'multi' } }),
+    hooks()
+  );
+  assert.equal(res.reward, 1, 'the second step ran wait + click and solved the task');
+  assert.equal(res.numSteps, 2, 'the click of step 0 was skipped after the failed hotkey');
+  const manifest = await store.getJson(res.manifestKey, TrajectoryManifestSchema);
+  const steps = await store.getJsonLines(manifest.stepsKey, StepRecordSchema);
+  assert.equal(steps[0]?.actionOk, false);
+  assert.equal(steps[1]?.actionOk, true);
+});
+
 test('an env crash is a retryable typed failure recorded with reward null, never 0', async () => {
   const crashing = new SimulatedEnvPool({ slots: 1, profile: { ...SIM_PROFILES.fast!, crashProb: 1 } });
   const inp = input({ policy: { kind: 'random' } });
