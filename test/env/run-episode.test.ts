@@ -12,6 +12,7 @@ import { runEpisodeCore, type EnvActivityDeps, type EpisodeHooks } from '../../a
 import type { EpisodeHeartbeat, RunEpisodeInput } from '../../activities/env/input';
 import { BrowserEnvPool } from '../../envs/browser/pool';
 import { SIM_PROFILES, SimulatedEnvPool } from '../../envs/simulated';
+import type { CanonicalAction } from '../../schemas/actions';
 import { StepRecordSchema, TrajectoryManifestSchema } from '../../schemas/records';
 import type { ObjectStore } from '../../storage/object-store';
 import { loadTask } from '../../tasks';
@@ -124,7 +125,7 @@ test('a response with several actions runs them all in one step, stopping at the
         const first = calls++ === 0;
         // Step 0: an unexecutable hotkey first, so the oracle's click after it must not run.
         // Later steps: a wait, then the oracle's action, both within the one step.
-        const lead = first ? ({ type: 'hotkey', keys: ['nosuchkey'] } as const) : ({ type: 'wait' } as const);
+        const lead: CanonicalAction = first ? { type: 'hotkey', keys: ['nosuchkey'] } : { type: 'wait' };
         return { ...d, actions: [lead, ...(d.action ? [d.action] : [])] };
       },
     };
