@@ -372,9 +372,15 @@ export function groupEvidenceFromHistory(groupId: string, events: HistoryEvent[]
         for (const ep of input?.episodes ?? []) if (ep.trajectoryId) failed.add(ep.trajectoryId);
         break;
       }
+      // The group's summary: the groupFinished signal it sent the campaign, or its result (a group that
+      // reported by signal returns only a small ack).
+      case ET.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
       case ET.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: {
-        const g = decode(e.workflowExecutionCompletedEventAttributes?.result) as GroupSummary | undefined;
-        if (g)
+        const signal = e.signalExternalWorkflowExecutionInitiatedEventAttributes;
+        if (signal && signal.signalName !== 'groupFinished') break;
+        const g = decode(signal ? signal.input : e.workflowExecutionCompletedEventAttributes?.result) as
+          GroupSummary | undefined;
+        if (g?.trajectories)
           evidence.summary = {
             trajectories: g.trajectories.map((t) => ({
               trajectoryId: t.trajectoryId,

@@ -83,7 +83,7 @@ import {
 } from './messages';
 import { evaluateWorkflow } from './evaluate';
 import { modelRolloutWorkflow, type ModelRolloutResult } from './model-rollout';
-import { taskGroupWorkflow } from './task-group';
+import { groupSummaryOf, isGroupSummary, taskGroupWorkflow, type GroupReported } from './task-group';
 import { trainStepWorkflow } from './train-step';
 
 export interface CampaignInput {
@@ -191,6 +191,10 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     discard(lostDiscards(g));
     discard(groupDiscards(trimBuffer(s), 'prune', 'buffer-full'));
     wake();
+  }
+  /** A group completed saying it signalled its summary: by then the signal has been applied. */
+  function onGroupAcked(groupId: string): void {
+    if (s.inFlight[groupId]) onGroupLost(groupId, 'completed and reported, but its report never arrived');
   }
   function onGroupLost(groupId: string, why: string): void {
     const g = recordGroupLost(s, groupId);
@@ -406,7 +410,11 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
           },
         ],
       });
-      void handle.result().then(onGroupFinished, (err: unknown) => onGroupLost(plan.groupId, String(err)));
+      // The group reports by signal; its result is a small ack then (the summary only if the signal failed).
+      void handle.result().then(
+        (r) => (isGroupSummary(r) ? onGroupFinished(r) : onGroupAcked(r.groupId)),
+        (err: unknown) => onGroupLost(plan.groupId, String(err))
+      );
     } catch (err) {
       onGroupLost(plan.groupId, `could not start: ${String(err)}`);
     }
@@ -550,8 +558,11 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     if (d.status === 'RUNNING') return;
     const ok = d.status === 'COMPLETED';
     if (s.inFlight[d.workflowId]) {
-      if (ok) onGroupFinished(d.result as GroupSummary);
-      else onGroupLost(d.workflowId, d.status);
+      const r = d.result as GroupSummary | GroupReported;
+      if (ok) {
+        if (isGroupSummary(r)) onGroupFinished(r);
+        else onGroupAcked(r.groupId);
+      } else onGroupLost(d.workflowId, d.status);
     } else if (s.train?.workflowId === d.workflowId) {
       if (ok) onTrainFinished(d.result as TrainStepOutcome);
       else onTrainFinished({ ...s.train, workflowId: d.workflowId, ok: false, error: d.status });
@@ -616,25 +627,27 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
         const groupId = `${s.campaignId}-demo${String(i).padStart(5, '0')}`;
         const span = task.trainSeeds.to - task.trainSeeds.from - perGroup;
         demos.push(
-          await executeChild(taskGroupWorkflow, {
-            workflowId: groupId,
-            taskQueue: TASK_QUEUES.orchestrator,
-            args: [
-              {
-                campaignId: s.campaignId,
-                groupId,
-                task: task.spec,
-                seed: task.trainSeeds.from + ((i * 104729) % Math.max(1, span)),
-                n: perGroup,
-                maxSteps: task.maxSteps,
-                policy: { kind: 'oracle', endpoints: [], temperature: 1 },
-                experiencePool: false,
-                poolWanted: 0,
-                source: 'demo',
-                distinctSeeds: true,
-              },
-            ],
-          })
+          groupSummaryOf(
+            await executeChild(taskGroupWorkflow, {
+              workflowId: groupId,
+              taskQueue: TASK_QUEUES.orchestrator,
+              args: [
+                {
+                  campaignId: s.campaignId,
+                  groupId,
+                  task: task.spec,
+                  seed: task.trainSeeds.from + ((i * 104729) % Math.max(1, span)),
+                  n: perGroup,
+                  maxSteps: task.maxSteps,
+                  policy: { kind: 'oracle', endpoints: [], temperature: 1 },
+                  experiencePool: false,
+                  poolWanted: 0,
+                  source: 'demo',
+                  distinctSeeds: true,
+                },
+              ],
+            })
+          )
         );
         publish();
       }

@@ -39,18 +39,17 @@ export const groupFinishedSignal = defineSignal<[GroupSummary]>('groupFinished')
 /** Sent by evaluateWorkflow children. */
 export const evalFinishedSignal = defineSignal<[EvalPoint]>('evalFinished');
 /** Sent by modelRolloutWorkflow children when a version is served (or rolled back). */
-export const modelRolledOutSignal =
-  defineSignal<
-    [
-      {
-        version: number;
-        ok: boolean;
-        servedVersions: Record<string, number>;
-        droppedServers?: string[];
-        reason?: string;
-      },
-    ]
-  >('modelRolledOut');
+export const modelRolledOutSignal = defineSignal<
+  [
+    {
+      version: number;
+      ok: boolean;
+      servedVersions: Record<string, number>;
+      droppedServers?: string[];
+      reason?: string;
+    },
+  ]
+>('modelRolledOut');
 
 /** What a train step child reports (its result, and the signal it sends the campaign). */
 export interface TrainStepOutcome {

@@ -5,7 +5,7 @@
  */
 import { executeChild, workflowInfo } from '@temporalio/workflow';
 import { TASK_QUEUES } from '../schemas/task-queues';
-import { taskGroupWorkflow } from './task-group';
+import { groupSummaryOf, taskGroupWorkflow } from './task-group';
 import { isSuccess } from '../algorithms/success';
 
 export interface PrecollectInput {
@@ -41,24 +41,26 @@ export async function precollectWorkflow(input: PrecollectInput): Promise<Precol
       while (have.successes < input.successesPerTask && have.attempts < input.maxAttemptsPerTask) {
         const n = Math.min(batch, input.maxAttemptsPerTask - have.attempts);
         const groupId = `${workflowInfo().workflowId}-${task.id}-r${round}`.slice(-190);
-        const summary = await executeChild(taskGroupWorkflow, {
-          workflowId: groupId,
-          taskQueue: TASK_QUEUES.orchestrator,
-          args: [
-            {
-              campaignId: input.campaignId,
-              groupId,
-              task,
-              seed: train.from + ((round * 7919) % Math.max(1, train.to - train.from)),
-              n,
-              maxSteps: input.maxSteps ?? (task as { maxSteps?: number }).maxSteps ?? 30,
-              policy: { kind: input.policyKind, endpoints: input.endpoints, temperature: input.temperature },
-              experiencePool: false,
-              poolWanted: input.successesPerTask - have.successes,
-              source: input.policyKind === 'oracle' ? 'demo' : 'precollect',
-            },
-          ],
-        });
+        const summary = groupSummaryOf(
+          await executeChild(taskGroupWorkflow, {
+            workflowId: groupId,
+            taskQueue: TASK_QUEUES.orchestrator,
+            args: [
+              {
+                campaignId: input.campaignId,
+                groupId,
+                task,
+                seed: train.from + ((round * 7919) % Math.max(1, train.to - train.from)),
+                n,
+                maxSteps: input.maxSteps ?? (task as { maxSteps?: number }).maxSteps ?? 30,
+                policy: { kind: input.policyKind, endpoints: input.endpoints, temperature: input.temperature },
+                experiencePool: false,
+                poolWanted: input.successesPerTask - have.successes,
+                source: input.policyKind === 'oracle' ? 'demo' : 'precollect',
+              },
+            ],
+          })
+        );
         have.attempts += n;
         have.successes += Math.min(
           summary.trajectories.filter((t) => isSuccess(t.reward)).length,

@@ -44,7 +44,26 @@ const { runEpisode } = envActivities;
 
 const data = dataLocalActivities;
 
-export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSummary> {
+/**
+ * What a group returns when it already reported its summary to the campaign by signal: a small ack, so
+ * the summary is not recorded a second time in the campaign's history (as the child's result).
+ */
+export interface GroupReported {
+  groupId: string;
+  reported: true;
+}
+
+export function isGroupSummary(r: GroupSummary | GroupReported): r is GroupSummary {
+  return (r as GroupSummary).trajectories !== undefined;
+}
+
+/** The summary of a group run without a campaign to report to (warm start, pre-collection). */
+export function groupSummaryOf(r: GroupSummary | GroupReported): GroupSummary {
+  if (!isGroupSummary(r)) throw new Error(`task group ${r.groupId} reported to a campaign; no summary returned`);
+  return r;
+}
+
+export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSummary | GroupReported> {
   const startedAt = Date.now();
   const episodes = Array.from({ length: input.n }, (_, i) => ({
     campaignId: input.campaignId,
@@ -107,6 +126,7 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
   if (input.parentWorkflowId && input.parentWorkflowId !== workflowInfo().workflowId) {
     try {
       await getExternalWorkflowHandle(input.parentWorkflowId).signal(groupFinishedSignal, summary);
+      return { groupId: input.groupId, reported: true };
     } catch (err) {
       // The campaign already finished (stopped or done): the summary is still this workflow's result.
       log.warn('campaign not reachable; group result kept as workflow result only', { error: String(err) });
