@@ -5,7 +5,11 @@
  * - every trajectory is consumed by at most one train step (pooled successes excepted, by design);
  * - every completed (ok) trajectory is consumed or accounted for with a reason (discard record, eval,
  *   behaviour-cloning demo);
- * - checkpoint versions are 0..n, one unbroken parent chain, and each ledger entry links its two versions;
+ * - checkpoint versions are 0..n and form one tree rooted at v0 (every version's parent is an earlier
+ *   version; after a rollback or a pin the next version branches off an older one), and each ledger entry
+ *   links its two versions;
+ * - no train step consumed a trajectory sampled (even in part) by a version off the lineage of the
+ *   version it trained (an abandoned branch, or a newer version);
  * - no infrastructure failure is recorded as a reward: non-ok manifests carry reward null, every reward
  *   a task group reported came from a completed episode activity with status ok (failed attempts never
  *   turn into a reward), lost episodes are never trained on, the ledger's reward is the manifest's, and
@@ -23,6 +27,9 @@ export interface ManifestEvidence {
   numSteps: number;
   /** Problems found in the trajectory's steps (line count, policy answers), or null when sound. */
   stepIssue: string | null;
+  /** Versions that sampled the trajectory's steps (lineage check of the train steps that consumed it). */
+  minPolicyVersion?: number;
+  maxPolicyVersion?: number;
 }
 
 export interface LedgerEvidence {
@@ -83,6 +90,8 @@ export interface AuditReport {
   episodesWithFailedAttempts: number;
   failedAttemptsRecoveredOk: number;
   lostEpisodes: number;
+  /** Trajectories trained into a version whose lineage does not contain the versions that sampled them. */
+  trainedFromAbandonedBranch: number;
   /** Every invariant violation found (empty = the campaign is sound). */
   problems: string[];
 }
@@ -130,17 +139,42 @@ export function auditCampaign(input: AuditInput): AuditReport {
     }
   }
 
-  // ---- checkpoints: 0..n, one chain; each ledger entry links fromVersion → toVersion
+  // ---- checkpoints: 0..n, one tree rooted at v0; each ledger entry links fromVersion → toVersion
   const versions = [...input.checkpoints].sort((a, b) => a.version - b.version);
   versions.forEach((c, i) => {
     if (c.version !== i) problems.push(`checkpoint versions are not 0..n: found v${c.version} at position ${i}`);
-    const wantParent = c.version === 0 ? null : c.version - 1;
-    if (c.parentVersion !== wantParent)
+    const ok =
+      c.version === 0
+        ? c.parentVersion === null
+        : c.parentVersion !== null && c.parentVersion >= 0 && c.parentVersion < c.version;
+    if (!ok)
       problems.push(
-        `v${c.version}: parent is ${String(c.parentVersion)}, expected ${String(wantParent)} (broken chain)`
+        `v${c.version}: parent is ${String(c.parentVersion)}, expected ${c.version === 0 ? 'none' : 'an earlier version'} (broken chain)`
       );
   });
   const parentOf = new Map(versions.map((c) => [c.version, c.parentVersion]));
+  const ancestorsOf = (v: number): Set<number> => {
+    const out = new Set<number>();
+    for (let x: number | null | undefined = v; x !== null && x !== undefined && !out.has(x); x = parentOf.get(x))
+      out.add(x);
+    return out;
+  };
+  // ---- no train step consumed data sampled off its lineage (an abandoned branch or a newer version)
+  let trainedFromAbandonedBranch = 0;
+  for (const e of input.ledger) {
+    const line = ancestorsOf(e.fromVersion);
+    for (const c of e.consumed) {
+      if (c.injectedFromPool) continue;
+      const m = manifests.get(`campaign/${c.trajectoryId}`);
+      if (m?.minPolicyVersion === undefined || m.maxPolicyVersion === undefined) continue;
+      if (!line.has(m.minPolicyVersion) || !line.has(m.maxPolicyVersion)) {
+        trainedFromAbandonedBranch++;
+        problems.push(
+          `train step ${e.trainStep} (from v${e.fromVersion}) consumed ${c.trajectoryId}, sampled by v${m.minPolicyVersion}..v${m.maxPolicyVersion} off its lineage (an abandoned branch)`
+        );
+      }
+    }
+  }
   for (const e of input.ledger) {
     if (!parentOf.has(e.toVersion)) problems.push(`train step ${e.trainStep}: checkpoint v${e.toVersion} is missing`);
     else if (parentOf.get(e.toVersion) !== e.fromVersion)
@@ -232,6 +266,7 @@ export function auditCampaign(input: AuditInput): AuditReport {
     episodesWithFailedAttempts,
     failedAttemptsRecoveredOk,
     lostEpisodes,
+    trainedFromAbandonedBranch,
     problems,
   };
 }

@@ -469,6 +469,8 @@ export async function collectAuditEvidence(
         source: m.source,
         numSteps: m.numSteps,
         stepIssue: m.status === 'ok' && scope === 'campaign' ? await stepIssue(store, m) : null,
+        minPolicyVersion: m.minPolicyVersion,
+        maxPolicyVersion: m.maxPolicyVersion,
       });
     }
   }

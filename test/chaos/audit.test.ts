@@ -144,6 +144,7 @@ test('auditCampaign: an ok trajectory neither consumed nor discarded is unaccoun
 
 test('auditCampaign: a broken checkpoint chain or a gap in versions is found', () => {
   assert.ok(problemsOf((a) => (a.checkpoints[1]!.parentVersion = null)).some((x) => /broken chain/.test(x)));
+  assert.ok(problemsOf((a) => (a.checkpoints[1]!.parentVersion = 5)).some((x) => /broken chain/.test(x)));
   assert.ok(problemsOf((a) => a.checkpoints.push({ version: 3, parentVersion: 1 })).some((x) => /not 0\.\.n/.test(x)));
 });
 
@@ -266,4 +267,37 @@ test('discards: a train step records skipped, stale and down-sampled trajectorie
       trajectories: [{ trajectoryId: 'f0', reason: 'train-step-failed' }],
     },
   ]);
+});
+
+test('auditCampaign: a branch after a rollback is sound; training on data of the abandoned branch is found', () => {
+  // v0 → v1 (abandoned by a rollback) ; v0 → v2 trained on data sampled by v0: sound.
+  const branched = (a: ReturnType<typeof sound>) => {
+    a.checkpoints.push({ version: 2, parentVersion: 0 });
+    a.ledger.push({
+      trainStep: 2,
+      fromVersion: 0,
+      toVersion: 2,
+      consumed: [{ trajectoryId: 'g1-e0', groupId: 'g1', reward: 1, injectedFromPool: false }],
+    });
+    a.discards[0]!.trajectories = [{ trajectoryId: 'g1-e1', reason: 'curation:no-signal' }];
+    for (const m of a.manifests) Object.assign(m, { minPolicyVersion: 0, maxPolicyVersion: 0 });
+  };
+  const sound2 = auditCampaign(
+    (() => {
+      const a = sound();
+      branched(a);
+      return a;
+    })()
+  );
+  assert.deepEqual(sound2.problems, []);
+  assert.equal(sound2.trainedFromAbandonedBranch, 0);
+  // the same step consuming a trajectory sampled by the abandoned v1
+  const p = problemsOf((a) => {
+    branched(a);
+    Object.assign(a.manifests[2]!, { minPolicyVersion: 1, maxPolicyVersion: 1 });
+  });
+  assert.ok(
+    p.some((x) => /consumed g1-e0, sampled by v1\.\.v1 off its lineage/.test(x)),
+    p.join('\n')
+  );
 });
