@@ -30,6 +30,36 @@ export function createOrchestratorActivities(store: ObjectStore) {
   };
 }
 
+/** Worker Deployment name of the orchestrator workers when DARTFLOW_BUILD_ID opts into Worker Versioning. */
+export const ORCHESTRATOR_DEPLOYMENT = 'dartflow-orchestrator';
+
+/**
+ * Optional Worker Versioning (docs/upgrades.md). Unset DARTFLOW_BUILD_ID (the default): an unversioned
+ * worker, as before. Set: the worker joins the Worker Deployment `dartflow-orchestrator` (or
+ * DARTFLOW_DEPLOYMENT_NAME) under that build id and gets tasks only once the version is made current or
+ * ramping (`temporal worker deployment set-current-version`). AUTO_UPGRADE, not PINNED: a campaign lives
+ * for days and continues-as-new into the same version, so PINNED would tie it to the old build for its
+ * whole life; with AUTO_UPGRADE it moves to the current build at its next workflow task, which is why
+ * workflow changes still go behind patches.
+ */
+export function orchestratorVersioning(env: NodeJS.ProcessEnv = process.env): Partial<WorkerOptions> {
+  const buildId = env.DARTFLOW_BUILD_ID?.trim();
+  if (!buildId) return {};
+  const deploymentName = env.DARTFLOW_DEPLOYMENT_NAME?.trim() || ORCHESTRATOR_DEPLOYMENT;
+  // The server joins them as `<deploymentName>.<buildId>`; a dot in the name would make that ambiguous.
+  if (deploymentName.includes('.') || buildId.length > 255)
+    throw new Error(
+      `DARTFLOW_DEPLOYMENT_NAME must not contain "." and DARTFLOW_BUILD_ID must be ≤ 255 characters (got "${deploymentName}", ${buildId.length} characters)`
+    );
+  return {
+    workerDeploymentOptions: {
+      version: { deploymentName, buildId },
+      useWorkerVersioning: true,
+      defaultVersioningBehavior: 'AUTO_UPGRADE',
+    },
+  };
+}
+
 export async function createOrchestratorWorker(
   settings: InfraSettings,
   overrides: Partial<WorkerOptions> = {}
@@ -47,6 +77,7 @@ export async function createOrchestratorWorker(
     interceptors: payloadGuardInterceptors({ workflows: true }),
     // Activities here are short data-manager calls; in-flight ones finish on SIGTERM.
     shutdownGraceTime: '30 seconds',
+    ...orchestratorVersioning(),
     ...overrides,
   });
 }

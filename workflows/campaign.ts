@@ -20,6 +20,7 @@ import {
   executeChild,
   log,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -526,7 +527,17 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   }
 
   /** Carries out the decisions of one tick; all child starts go out in one workflow task. */
-  async function execute(actions: CampaignAction[]): Promise<void> {
+  /**
+   * Child starts not yet acknowledged by the server. The loop does not wait for them (under load a start
+   * takes seconds, and finished groups must be replaced meanwhile); continue-as-new and completion do.
+   */
+  const pendingStarts = new Set<Promise<void>>();
+  const allStarted = async (): Promise<void> => {
+    while (pendingStarts.size > 0) await Promise.all([...pendingStarts]);
+  };
+
+  /** Carries out the decisions of one tick; all child starts of a tick go out in one workflow task. */
+  function execute(actions: CampaignAction[]): Promise<void> {
     const starts: Array<Promise<void>> = [];
     for (const a of actions) {
       if (a.kind === 'startGroups') for (const plan of a.plans) starts.push(startGroup(plan));
@@ -537,7 +548,10 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       } else if (a.kind === 'startRollout') starts.push(startRollout(a));
       else if (a.kind === 'startEval') starts.push(startEvaluation(a));
     }
-    await Promise.all(starts);
+    const all = Promise.all(starts).then(() => undefined);
+    pendingStarts.add(all);
+    void all.finally(() => pendingStarts.delete(all));
+    return all;
   }
 
   // ---- housekeeping: live policy servers, children that ended without reporting ------------------------
@@ -752,12 +766,15 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     iterations++;
     if (housekeepingDue) await housekeeping();
     const actions = tick(s, { nowMs: Date.now(), continueAsNewDue: continueAsNewDue(iterations) });
-    await execute(actions);
+    // Runs recorded before this change awaited their child starts here (test/replay/histories).
+    if (patched('campaign-nonblocking-child-starts')) void execute(actions);
+    else await execute(actions);
     publish();
     void flushDiscards();
     if (actions.some((a) => a.kind === 'complete')) break;
     if (actions.some((a) => a.kind === 'continueAsNew')) {
       // Children run on and report to the next run by workflow id; their refs travel in the state.
+      await allStarted();
       await condition(allHandlersFinished);
       await flushDiscards();
       const carried =
@@ -775,6 +792,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     await condition(() => dirty);
   }
 
+  await allStarted();
   // Groups still buffered were never trained on: record why, then make sure every record is written.
   discard(groupDiscards(s.buffer, 'stop', 'unused-at-stop'));
   await flushDiscards();

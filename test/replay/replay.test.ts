@@ -1,0 +1,175 @@
+/**
+ * Replay of recorded campaign histories against the current workflow code (issue 12): the gate before a
+ * deploy under a running campaign (docs/upgrades.md). A workflow change that alters the commands a
+ * recorded run produced fails here as a DeterminismViolationError naming the workflow and the event,
+ * before a live campaign meets it. The histories come from a real campaign on the dev server
+ * (scripts/record-histories.ts): every run of the campaign (continue-as-new, Updates, signals from its
+ * children, a terminated child), a task group, the terminated task group, a train step, a model rollout
+ * that dropped a dead policy server, and an evaluation.
+ *
+ * Offline: replay needs no server. The bundle is built once (one runReplayHistories call) with the same
+ * workflowsPath and workflow interceptors as workers/orchestrator-worker.ts.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { before, test } from 'node:test';
+import { historyFromJSON, type History } from '@temporalio/common/lib/proto-utils';
+import { temporal } from '@temporalio/proto';
+import { Worker, type ReplayResult } from '@temporalio/worker';
+import { installQuietRuntime } from '../../infra/runtime';
+import { payloadGuardInterceptors } from '../../infra/payload-guard';
+import { HISTORIES_DIR, loadRecordedHistories, readHistoryJson, type RecordedHistory } from './recorded-histories';
+
+const EventType = temporal.api.enums.v1.EventType;
+type Json = Record<string, unknown>;
+type JsonEvent = Json & { eventType: string };
+
+const recorded: RecordedHistory[] = loadRecordedHistories();
+/** Copies of recorded histories changed the way a careless code change would change the commands. */
+const divergent: { workflowId: string; runId: string; history: History; what: string }[] = [];
+/** By run id: every run of the campaign shares its workflow id. */
+const results = new Map<string, ReplayResult>();
+
+const has = (h: History, t: temporal.api.enums.v1.EventType): boolean =>
+  (h.events ?? []).some((e) => e.eventType === t);
+const ofType = (type: string): RecordedHistory[] => recorded.filter((r) => r.workflowType === type);
+
+/**
+ * A copy of a recorded history with the first event of `eventType` changed by `edit`, under its own run id
+ * (the replayer takes the run id from the history; the original is replayed in the same batch).
+ */
+function mutated(file: string, runId: string, eventType: string, edit: (e: JsonEvent) => void): History {
+  const json = readHistoryJson(file) as { events: JsonEvent[] };
+  const started = json.events[0]?.workflowExecutionStartedEventAttributes as Json | undefined;
+  assert.ok(started, `${file} begins with WorkflowExecutionStarted`);
+  started.originalExecutionRunId = runId;
+  const event = json.events.find((e) => e.eventType === eventType);
+  assert.ok(event, `${file} has a ${eventType} event to change`);
+  edit(event);
+  return historyFromJSON(json);
+}
+
+before(async () => {
+  installQuietRuntime();
+  const train = ofType('trainStepWorkflow')[0]!;
+  divergent.push({
+    workflowId: 'divergent-activity-type',
+    runId: '00000000-0000-4000-8000-000000000001',
+    what: 'the train step scheduled an activity of another type',
+    history: mutated(train.file, '00000000-0000-4000-8000-000000000001', 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED', (e) => {
+      ((e.activityTaskScheduledEventAttributes as Json).activityType as Json).name = 'trainStepRenamed';
+    }),
+  });
+  const run0 = ofType('campaignWorkflow')[0]!;
+  divergent.push({
+    workflowId: 'divergent-child-type',
+    runId: '00000000-0000-4000-8000-000000000002',
+    what: 'the campaign started a child of another workflow type',
+    history: mutated(
+      run0.file,
+      '00000000-0000-4000-8000-000000000002',
+      'EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED',
+      (e) => {
+        ((e.startChildWorkflowExecutionInitiatedEventAttributes as Json).workflowType as Json).name = 'renamedWorkflow';
+      }
+    ),
+  });
+
+  const histories = [
+    ...recorded.map((r) => ({ workflowId: r.workflowId, history: r.history })),
+    ...divergent.map((d) => ({ workflowId: d.workflowId, history: d.history })),
+  ];
+  for await (const result of Worker.runReplayHistories(
+    {
+      // Exactly what the orchestrator worker runs: the same entry module and workflow interceptors.
+      workflowsPath: require.resolve('../../workflows'),
+      interceptors: payloadGuardInterceptors({ workflows: true }),
+      replayName: 'dartflow-replay',
+    },
+    histories
+  )) {
+    results.set(result.runId, result);
+  }
+});
+
+test('the committed histories are all listed in the index, and the index lists only files that exist', () => {
+  const onDisk = fs
+    .readdirSync(HISTORIES_DIR)
+    .filter((f) => f !== 'index.json')
+    .sort();
+  assert.deepEqual(recorded.map((r) => r.file).sort(), onDisk);
+  for (const r of recorded) {
+    assert.equal(r.history.events?.length, r.events, `${r.file}: event count as recorded`);
+    assert.equal(r.history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name, r.workflowType);
+  }
+});
+
+test('the recorded set covers continue-as-new, every Update, every child signal, housekeeping, a child failure and a dropped server', () => {
+  const campaignRuns = ofType('campaignWorkflow');
+  assert.ok(campaignRuns.length >= 2, `several campaign runs (got ${campaignRuns.length})`);
+  const ran = (t: temporal.api.enums.v1.EventType) => campaignRuns.filter((r) => has(r.history, t)).length;
+  assert.equal(
+    ran(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW),
+    campaignRuns.length - 1,
+    'every run but the last continued as new'
+  );
+  assert.ok(
+    campaignRuns
+      .slice(1)
+      .every((r) => r.history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId),
+    'every later run was started by continue-as-new'
+  );
+  const events = campaignRuns.flatMap((r) => r.history.events ?? []);
+  const updates = new Set(
+    events.map((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name)
+  );
+  for (const u of ['pause', 'resume', 'setConfig', 'quarantineTask', 'pinCheckpoint'])
+    assert.ok(updates.has(u), `Update ${u}`);
+  const signals = new Set(events.map((e) => e.workflowExecutionSignaledEventAttributes?.signalName));
+  for (const sig of ['groupFinished', 'trainStepFinished', 'modelRolledOut', 'evalFinished'])
+    assert.ok(signals.has(sig), `signal ${sig} from a child`);
+  // Housekeeping (a 30 s timer, then the policy-server refresh as a local activity) ran in some run.
+  assert.ok(ran(EventType.EVENT_TYPE_TIMER_FIRED) >= 1, 'a housekeeping timer fired');
+  assert.ok(ran(EventType.EVENT_TYPE_MARKER_RECORDED) >= 1, 'a local activity');
+  assert.ok(ran(EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED) >= 1, 'a child failure seen by the campaign');
+  const groups = ofType('taskGroupWorkflow');
+  assert.ok(
+    groups.some((r) => has(r.history, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED)),
+    'the terminated child'
+  );
+  assert.ok(
+    groups.some((r) => has(r.history, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED)),
+    'a completed task group'
+  );
+  assert.ok(
+    ofType('modelRolloutWorkflow').some((r) => has(r.history, EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT)),
+    'a rollout whose dead server never picked its reload up'
+  );
+  for (const type of ['trainStepWorkflow', 'evaluateWorkflow']) assert.ok(ofType(type).length >= 1, type);
+});
+
+test('every recorded history replays against the current workflow code without nondeterminism', () => {
+  const failures: string[] = [];
+  for (const r of recorded) {
+    const result = results.get(r.runId);
+    if (!result) failures.push(`${r.file} (${r.workflowId}): not replayed`);
+    else if (result.error)
+      failures.push(`${r.file} (${r.workflowType} ${r.workflowId}): ${result.error.name}: ${result.error.message}`);
+  }
+  assert.deepEqual(
+    failures,
+    [],
+    `replay failed — a workflow change needs a patch (docs/upgrades.md):\n${failures.join('\n')}`
+  );
+  assert.equal(results.size, recorded.length + divergent.length);
+});
+
+test('a history that diverges from the code fails replay with DeterminismViolationError', () => {
+  for (const d of divergent) {
+    const result = results.get(d.runId);
+    assert.equal(result?.workflowId, d.workflowId, `${d.what}: replayed`);
+    const error = result?.error;
+    assert.ok(error, `${d.what}: replay must fail`);
+    assert.equal(error.name, 'DeterminismViolationError', `${d.what}: ${error.name}: ${error.message}`);
+  }
+});

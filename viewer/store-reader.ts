@@ -1,0 +1,201 @@
+/**
+ * Everything the viewer reads from MinIO, read-only, with the project's zod schemas. Listing is paged
+ * with S3's delimiter listing (one request names up to a page of trajectories), so a page view never
+ * lists a whole campaign. Records that fail to parse are reported next to the ones that did, so one
+ * corrupt ledger entry does not hide a campaign's other train steps.
+ */
+import { z } from 'zod';
+import { DiscardRecordSchema, type DiscardRecord } from '../schemas/discards';
+import {
+  LedgerEntrySchema,
+  StepRecordSchema,
+  TrajectoryManifestSchema,
+  type LedgerEntry,
+  type StepRecord,
+  type TrajectoryManifest,
+} from '../schemas/records';
+import type { EvalPoint } from '../schemas/campaign';
+import { keys } from '../storage/keys';
+import type { ObjectStore } from '../storage/object-store';
+import { toViewerError } from './errors';
+
+/** EvalPoint as `recordEvalPoint` writes it (schemas/campaign.ts has the type, not a schema). */
+export const EvalPointSchema: z.ZodType<EvalPoint> = z.object({
+  version: z.number().int().nonnegative(),
+  successRate: z.number(),
+  episodes: z.number().int().nonnegative(),
+  atEpisodes: z.number().int().nonnegative(),
+  atMs: z.number(),
+  perFamily: z.record(z.string(), z.number()),
+});
+
+/** How many records of one kind a campaign page reads at most (the newest ones). */
+export const RECORD_LIMIT = 500;
+const READ_CONCURRENCY = 8;
+
+export interface Unreadable {
+  key: string;
+  message: string;
+}
+export interface Records<T> {
+  items: T[];
+  unreadable: Unreadable[];
+  /** Records that exist but were not read (older than the newest RECORD_LIMIT). */
+  omitted: number;
+}
+
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+/**
+ * Child "folders" of a prefix, in key order, after `after` (exclusive), at most `limit` of them.
+ * Returns one more name than asked when there is a next page (the caller trims it).
+ */
+export async function listChildren(
+  store: ObjectStore,
+  prefix: string,
+  opts: { after?: string; limit: number; startsWith?: string }
+): Promise<string[]> {
+  // "~" sorts after every character an id or a file name under it may hold, so paging skips the whole child.
+  const startAfter = opts.after ? `${prefix}${opts.after}/~` : '';
+  const stream = store.client.listObjectsV2(store.bucket, prefix + (opts.startsWith ?? ''), false, startAfter);
+  const out: string[] = [];
+  try {
+    for await (const item of stream as AsyncIterable<{ prefix?: string }>) {
+      if (!item.prefix) continue;
+      out.push(item.prefix.slice(prefix.length).replace(/\/$/, ''));
+      if (out.length > opts.limit) break;
+    }
+  } catch (err) {
+    throw toViewerError(err, 'listing');
+  } finally {
+    (stream as unknown as { destroy?: () => void }).destroy?.();
+  }
+  return out;
+}
+
+async function readAll<T>(
+  store: ObjectStore,
+  prefix: string,
+  schema: z.ZodType<T>,
+  limit = RECORD_LIMIT
+): Promise<Records<T>> {
+  const all = (await store.list(prefix)).filter((k) => k.endsWith('.json'));
+  const newest = all.slice(-limit);
+  const read = await mapLimit(newest, READ_CONCURRENCY, async (key) => {
+    try {
+      return { ok: true as const, value: await store.getJson(key, schema) };
+    } catch (err) {
+      return { ok: false as const, bad: { key, message: toViewerError(err).detail } };
+    }
+  });
+  return {
+    items: read.flatMap((r) => (r.ok ? [r.value] : [])),
+    unreadable: read.flatMap((r) => (r.ok ? [] : [r.bad])),
+    omitted: all.length - newest.length,
+  };
+}
+
+export const readLedger = (store: ObjectStore, campaignId: string): Promise<Records<LedgerEntry>> =>
+  readAll(store, keys.ledgerPrefix(campaignId), LedgerEntrySchema);
+export const readDiscards = (store: ObjectStore, campaignId: string): Promise<Records<DiscardRecord>> =>
+  readAll(store, keys.discardPrefix(campaignId), DiscardRecordSchema);
+export const readEvals = (store: ObjectStore, campaignId: string): Promise<Records<EvalPoint>> =>
+  readAll(store, keys.evalPrefix(campaignId), EvalPointSchema);
+
+/** Whether MinIO holds anything for this campaign (one small listing request). */
+export async function campaignHasData(store: ObjectStore, campaignId: string): Promise<boolean> {
+  const found = await listChildren(store, `campaigns/${campaignId}/`, { limit: 0 });
+  return found.length > 0;
+}
+
+/** Campaign ids with data in the bucket (the campaigns/ folder, paged). */
+export const listStoredCampaigns = (store: ObjectStore, limit = 200): Promise<string[]> =>
+  listChildren(store, 'campaigns/', { limit });
+
+export interface TrajectoryRow {
+  trajectoryId: string;
+  manifest?: TrajectoryManifest;
+  error?: string;
+}
+
+export interface TrajectoryPage {
+  rows: TrajectoryRow[];
+  /** Cursor of the next page (the last id shown), when there is one. */
+  next?: string;
+}
+
+export async function readTrajectoryPage(
+  store: ObjectStore,
+  campaignId: string,
+  opts: { after?: string; limit: number; startsWith?: string }
+): Promise<TrajectoryPage> {
+  const ids = await listChildren(store, keys.trajectoryPrefix(campaignId), opts);
+  const shown = ids.slice(0, opts.limit);
+  const rows = await mapLimit(shown, READ_CONCURRENCY, async (trajectoryId): Promise<TrajectoryRow> => {
+    try {
+      return {
+        trajectoryId,
+        manifest: await store.getJson(keys.trajectoryManifest(campaignId, trajectoryId), TrajectoryManifestSchema),
+      };
+    } catch (err) {
+      return { trajectoryId, error: toViewerError(err, 'manifest').detail };
+    }
+  });
+  return { rows, next: ids.length > opts.limit ? shown.at(-1) : undefined };
+}
+
+export async function readManifest(
+  store: ObjectStore,
+  campaignId: string,
+  trajectoryId: string
+): Promise<TrajectoryManifest> {
+  try {
+    return await store.getJson(keys.trajectoryManifest(campaignId, trajectoryId), TrajectoryManifestSchema);
+  } catch (err) {
+    throw toViewerError(err, 'trajectory manifest');
+  }
+}
+
+export async function readSteps(store: ObjectStore, manifest: TrajectoryManifest): Promise<StepRecord[]> {
+  try {
+    return await store.getJsonLines(manifest.stepsKey, StepRecordSchema, manifest.stepsSha256);
+  } catch (err) {
+    throw toViewerError(err, 'steps file');
+  }
+}
+
+/** The discard records of a group (keys `<groupId>-<event>.json`) that name this trajectory. */
+export async function discardsOf(
+  store: ObjectStore,
+  campaignId: string,
+  groupId: string,
+  trajectoryId: string
+): Promise<Array<{ record: DiscardRecord; reason: string }>> {
+  const prefix = `${keys.discardPrefix(campaignId)}${groupId}-`;
+  const found: Array<{ record: DiscardRecord; reason: string }> = [];
+  for (const key of await store.list(prefix)) {
+    const record = await store.getJson(key, DiscardRecordSchema).catch(() => null);
+    // A longer group id can share the prefix ("g-1-" also starts "g-1-2-train.json"): match the record's own.
+    if (!record || record.groupId !== groupId) continue;
+    for (const t of record.trajectories) if (t.trajectoryId === trajectoryId) found.push({ record, reason: t.reason });
+  }
+  return found;
+}
+
+/** The trajectory ids of a group (`<groupId>-e<i>`), in episode order. */
+export async function groupTrajectoryIds(store: ObjectStore, campaignId: string, groupId: string): Promise<string[]> {
+  const ids = await listChildren(store, keys.trajectoryPrefix(campaignId), { limit: 256, startsWith: `${groupId}-e` });
+  const episode = (id: string) => Number(id.slice(groupId.length + 2));
+  return ids.filter((id) => /^\d+$/.test(id.slice(groupId.length + 2))).sort((a, b) => episode(a) - episode(b));
+}
