@@ -28,6 +28,7 @@ import {
   type ConfigSummary,
 } from './lib/ablation';
 import { runLocalRl, type LocalRlResult } from './lib/local-rl';
+import { benchOutDir } from './lib/output';
 
 const TARGET = 0.9;
 
@@ -103,7 +104,7 @@ export async function benchAblation(args: string[]): Promise<void> {
   const quick = args.includes('--quick');
   if (args.includes('--report')) {
     const name = quick ? 'ablation-quick.json' : 'ablation.json';
-    return ablationReport(path.join(PROJECT_ROOT, 'docs', 'bench', name));
+    return ablationReport(path.join(benchOutDir(), name));
   }
   const seeds = flag(args, '--seeds', quick ? 1 : 3);
   const budget = flag(args, '--episodes', quick ? 192 : 1024);
@@ -120,7 +121,7 @@ export async function benchAblation(args: string[]): Promise<void> {
   const store = ObjectStore.fromSettings(settings).withBucket('dartflow-bench');
   const baseTrainer = { learningRate: 3e-3, klBeta: 0, epochs: 2, minibatchSize: 64 };
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
-  const outDir = path.join(PROJECT_ROOT, 'docs', 'bench');
+  const outDir = benchOutDir();
   const outFile = path.join(outDir, quick ? 'ablation-quick.json' : 'ablation.json');
   fs.mkdirSync(outDir, { recursive: true });
   const settingsOut = {

@@ -1,28 +1,24 @@
 /**
- * Renders the PNG charts of benchmark JSON files already in docs/bench (env throughput, policy-server
- * throughput), so charts can be regenerated without rerunning a benchmark: npm run bench -- charts
+ * Renders the PNG charts of benchmark JSON files already written (env throughput), so charts can be
+ * regenerated without rerunning a benchmark: npm run bench -- charts. The policy-server chart is redrawn
+ * by `npx tsx bench/policy-throughput.ts --chart-only`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadInfraSettings, PROJECT_ROOT } from '../infra/settings';
+import { loadInfraSettings } from '../infra/settings';
 import { lineChartSvg, writeSvgAsPng, type Series } from '../lib/charts';
+import { benchOutDir, shownPath } from './lib/output';
 
-const dir = path.join(PROJECT_ROOT, 'docs', 'bench');
-const read = <T>(name: string): T | undefined =>
-  fs.existsSync(path.join(dir, name)) ? (JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')) as T) : undefined;
+const read = <T>(name: string): T | undefined => {
+  const file = path.join(benchOutDir(), name);
+  return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as T) : undefined;
+};
 
 interface EnvRow {
   suite: string;
   contexts: number;
   stepsPerSec: number;
   episodesPerSec: number;
-}
-interface PolicyRow {
-  maxBatch: number;
-  concurrency: number;
-  actionsPerSec: number;
-  p50Ms?: number;
-  p95Ms?: number;
 }
 
 interface LearningRun {
@@ -50,7 +46,7 @@ export async function learningCharts(runs: LearningRun[], chromium?: string): Pr
       title: 'Embedded policy learning curves (success vs episodes)',
       xLabel: 'RL training episodes',
     }),
-    path.join(dir, 'learning-vs-episodes.png'),
+    path.join(benchOutDir(), 'learning-vs-episodes.png'),
     chromium
   );
   await writeSvgAsPng(
@@ -59,7 +55,7 @@ export async function learningCharts(runs: LearningRun[], chromium?: string): Pr
       title: 'Embedded policy learning curves (success vs wall time)',
       xLabel: 'wall time (s)',
     }),
-    path.join(dir, 'learning-vs-time.png'),
+    path.join(benchOutDir(), 'learning-vs-time.png'),
     chromium
   );
 }
@@ -69,7 +65,7 @@ export async function benchCharts(): Promise<void> {
   const learning = read<{ runs: LearningRun[] }>('learning.json');
   if (learning) {
     await learningCharts(learning.runs, chromium);
-    console.log('wrote docs/bench/learning-vs-{episodes,time}.png');
+    console.log(`wrote ${shownPath(benchOutDir())}/learning-vs-{episodes,time}.png`);
   }
   const env = read<{ rows: EnvRow[] }>('env-throughput.json');
   if (env) {
@@ -91,29 +87,10 @@ export async function benchCharts(): Promise<void> {
         yLabel: 'per second',
         width: 860,
       }),
-      path.join(dir, 'env-throughput.png'),
+      path.join(benchOutDir(), 'env-throughput.png'),
       chromium
     );
-    console.log('wrote docs/bench/env-throughput.png');
+    console.log(`wrote ${shownPath(path.join(benchOutDir(), 'env-throughput.png'))}`);
   }
-  const policy = read<{ server?: PolicyRow[]; rows?: PolicyRow[] }>('policy-throughput.json');
-  const rows = policy?.server ?? policy?.rows;
-  if (rows && rows.length > 0 && rows[0]!.maxBatch !== undefined) {
-    const batches = [...new Set(rows.map((r) => r.maxBatch))];
-    const series: Series[] = batches.map((b) => ({
-      name: `maxBatch ${b}`,
-      points: rows.filter((r) => r.maxBatch === b).map((r) => [r.concurrency, r.actionsPerSec] as [number, number]),
-    }));
-    await writeSvgAsPng(
-      lineChartSvg(series, {
-        title: 'Policy server throughput vs concurrency',
-        xLabel: 'concurrent clients',
-        yLabel: 'actions / s',
-        width: 860,
-      }),
-      path.join(dir, 'policy-throughput.png'),
-      chromium
-    );
-    console.log('wrote docs/bench/policy-throughput.png');
-  }
+  // The policy-server chart is drawn by its own bench: `npx tsx bench/policy-throughput.ts --chart-only`.
 }

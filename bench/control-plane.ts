@@ -10,7 +10,8 @@
  *
  *   npx tsx bench/control-plane.ts [--envs 256] [--scale 0.2] [--seconds 600] [--train-seconds 1500]
  *                                  [--queue 3] [--label point9]
- * Writes docs/bench/control-plane.json (one entry per label; earlier labels are kept).
+ * Writes control-plane.json (one entry per label; earlier labels are kept) to .data/bench, or to docs/bench
+ * with --publish (bench/lib/output.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,6 +19,8 @@ import { parseArgs } from 'node:util';
 import { PROJECT_ROOT } from '../infra/settings';
 import { ensureInfra } from '../scripts/ensure-infra';
 import { benchSuffix, startBenchCluster } from './lib/bench-cluster';
+import { benchOutDir, setBenchPublish } from './lib/output';
+import { splitPublishFlag } from './lib/output-dir';
 import { episodeTimes, runCampaignWindow, trainStepTimes } from './lib/campaign-window';
 import { efficiencyMetrics } from './lib/efficiency-metrics';
 import { collectHistoryStats, summarizeHistories, type HistorySummary } from './lib/history-stats';
@@ -45,7 +48,7 @@ export async function benchControlPlane(args: string[]): Promise<void> {
       'train-seconds': { type: 'string', default: '1500' },
       queue: { type: 'string', default: '3' },
       label: { type: 'string', default: 'default' },
-      out: { type: 'string', default: path.join(PROJECT_ROOT, 'docs', 'bench', 'control-plane.json') },
+      out: { type: 'string', default: path.join(benchOutDir(), 'control-plane.json') },
     },
   });
   const envs = Number(values.envs);
@@ -134,8 +137,10 @@ export async function benchControlPlane(args: string[]): Promise<void> {
 }
 
 if (require.main === module) {
+  const { publish, args } = splitPublishFlag(process.argv.slice(2));
+  setBenchPublish(publish);
   ensureInfra({ quiet: true })
-    .then(() => benchControlPlane(process.argv.slice(2)))
+    .then(() => benchControlPlane(args))
     .then(() => process.exit(0))
     .catch((err: unknown) => {
       console.error(err);

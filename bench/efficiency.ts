@@ -24,6 +24,7 @@ import {
   type EfficiencyMetrics,
   type SlotTimeBreakdown,
 } from './lib/efficiency-metrics';
+import { benchOutDir } from './lib/output';
 
 export interface EfficiencySettings {
   slots: number;
@@ -188,7 +189,7 @@ export async function benchEfficiency(args: string[]): Promise<void> {
           trainerUtilization: ratio(a.metrics.trainerUtilization, b.metrics.trainerUtilization),
         }
       : null;
-  const dir = path.join(PROJECT_ROOT, 'docs', 'bench');
+  const dir = benchOutDir();
   const outJson = path.join(dir, `${values.out}.json`);
   const previous = fs.existsSync(outJson) ? (JSON.parse(fs.readFileSync(outJson, 'utf8')) as unknown) : undefined;
   const report = {

@@ -15,6 +15,7 @@ import { BrowserEnvPool } from '../envs/browser/pool';
 import type { GuiEnv } from '../envs/types';
 import { loadSuite, type TaskSpec } from '../tasks';
 import { isSuccess } from '../algorithms/success';
+import { benchOutDir } from './lib/output';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -127,7 +128,7 @@ async function main(): Promise<void> {
       'oracle policy; step = act + execute + state + CDP PNG screenshot; viewport 160×160; one Chromium, N contexts',
     rows,
   };
-  const file = path.join(__dirname, '..', 'docs', 'bench', 'env-throughput.json');
+  const file = path.join(benchOutDir(), 'env-throughput.json');
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, JSON.stringify(out, null, 2) + '\n');
   console.log(`wrote ${path.relative(process.cwd(), file)}`);

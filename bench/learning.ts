@@ -8,11 +8,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseCampaignConfig } from '../config/load';
 import { BrowserEnvPool } from '../envs';
-import { loadInfraSettings, PROJECT_ROOT } from '../infra/settings';
+import { loadInfraSettings } from '../infra/settings';
 import { ObjectStore } from '../storage/object-store';
 import { loadTask } from '../tasks/loader';
 import { learningCharts } from './charts';
 import { runLocalRl, type LocalRlResult } from './lib/local-rl';
+import { benchOutDir, shownPath } from './lib/output';
 
 interface Run {
   name: string;
@@ -39,7 +40,7 @@ export async function benchLearning(args: string[]): Promise<void> {
   ].filter((r) => !only || r.task === only);
   const trainer = parseCampaignConfig({ trainer: { learningRate: 3e-3, klBeta: 0, epochs: 2 } }).trainer;
   type Measured = Run & { result: LocalRlResult };
-  const outFile = path.join(PROJECT_ROOT, 'docs', 'bench', 'learning.json');
+  const outFile = path.join(benchOutDir(), 'learning.json');
   const previous: Measured[] =
     only && fs.existsSync(outFile) ? (JSON.parse(fs.readFileSync(outFile, 'utf8')) as { runs: Measured[] }).runs : [];
   const results: Measured[] = previous.filter((r) => r.task !== only);
@@ -71,8 +72,6 @@ export async function benchLearning(args: string[]): Promise<void> {
       await pool.close();
     }
   }
-  const outDir = path.join(PROJECT_ROOT, 'docs', 'bench');
-  fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(
     outFile,
     JSON.stringify(
@@ -82,5 +81,5 @@ export async function benchLearning(args: string[]): Promise<void> {
     )
   );
   await learningCharts(results, settings.chromiumPath);
-  console.log(`[bench learning] wrote docs/bench/learning.json and learning-vs-{episodes,time}.png`);
+  console.log(`[bench learning] wrote ${shownPath(outFile)} and learning-vs-{episodes,time}.png`);
 }

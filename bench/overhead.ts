@@ -26,6 +26,7 @@ import {
   type GroupOverhead,
   type OverheadSummary,
 } from './lib/overhead-metrics';
+import { benchOutDir } from './lib/output';
 
 interface EnvCase {
   name: 'browser' | 'osworld';
@@ -116,7 +117,7 @@ export async function benchOverhead(args: string[]): Promise<void> {
   });
   const label = values.label!;
   const names = values.envs!.split(',') as Array<EnvCase['name']>;
-  const dir = path.join(PROJECT_ROOT, 'docs', 'bench');
+  const dir = benchOutDir();
   const file = path.join(dir, 'overhead.json');
   const results: OverheadCaseResult[] = [];
   let runs: Record<string, { date: string; results: OverheadCaseResult[] }> = {};

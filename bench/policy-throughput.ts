@@ -1,14 +1,21 @@
 /**
  * Policy-server throughput benchmark (not a test): actions/s and latency percentiles of POST /v1/act
- * against client concurrency and the server's maxBatch, next to raw batched onnxruntime throughput of
- * the same network measured in the same run (the ratio says what HTTP, JSON, PNG decoding and
- * batching cost on top of the bare forward pass).
+ * for each way of sending observations, next to raw batched onnxruntime throughput of the same network
+ * measured in the same run (the ratio says what HTTP, JSON, decoding and batching cost on top of the
+ * bare forward pass).
  *
- * The server runs in a child process (as in deployment: its own event loop and core), the load
- * generator here; each client loop sends one request at a time, like an env worker stepping an episode.
+ * Observation forms (rollout/api.ts):
+ *  - png:      one 160×160 PNG (base64) per call; the server decodes and downsamples it (the old path).
+ *  - encoded:  one observation per call, already encoded by the sender ([3,64,64] float32 in the binary
+ *              act body), as the env worker's EpisodePolicy sends it; the server only checks and packs it.
+ *  - encoded×K: K encoded observations per call (PolicyServerClient.actMany).
+ * The server runs in a child process (as in deployment: its own event loop), the load generator here:
+ * closed-loop callers, each with one call in flight. Observations are encoded once up front, so the
+ * load generator does not pay the env worker's PNG decoding.
  *
- *   npx tsx bench/policy-throughput.ts [--seconds 3] [--concurrency 1,4,16,64] [--max-batch 1,8,32]
- * Writes docs/bench/policy-throughput.json and docs/bench/policy-throughput.svg.
+ *   npx tsx bench/policy-throughput.ts [--seconds 3] [--warmup 1] [--max-batch 32]
+ * Writes policy-throughput.json, .svg and .png to .data/bench, or with --publish to docs/bench
+ * (bench/lib/output.ts); `--chart-only` redraws the chart from that JSON.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -16,26 +23,28 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { loadInfraSettings } from '../infra/settings';
-import { encodeScreenshot } from '../policy/observation';
+import { lineChartSvg, writeSvgAsPng, type Series } from '../lib/charts';
 import { actionMask } from '../policy/action-space';
+import { encodeInstruction, encodeScreenshot } from '../policy/observation';
 import { createInferenceSession, packBatch, type ObservationRow } from '../policy/session';
 import { defaultPolicySpec, paramCount } from '../policy/spec';
 import { initWeights } from '../policy/weights';
-import { encodeInstruction } from '../policy/observation';
 import { PolicyServerClient } from '../rollout/client';
+import { encodeScreenshotImage, type OutgoingActRequest } from '../rollout/act-wire';
 import { PolicyEngine } from '../rollout/engine';
 import { startPolicyHttpServer } from '../rollout/policy-server';
 import { ObjectStore } from '../storage/object-store';
 import { makePng } from '../test/rollout/helpers';
+import { benchOutDir, benchPublishing, shownPath } from './lib/output';
 
 const TOKEN = 'bench-token-0123456789abcdef';
 const spec = defaultPolicySpec;
+const INSTRUCTION = 'click on the red box';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? (process.argv[i + 1] ?? dflt) : dflt;
 }
-const list = (s: string) => s.split(',').map(Number);
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 
 function percentile(sorted: number[], q: number): number {
@@ -52,7 +61,6 @@ async function serve(): Promise<void> {
     store: ObjectStore.fromSettings(loadInfraSettings()),
     maxBatch,
     maxWaitMs: Number(arg('max-wait-ms', '2')),
-    preprocessThreads: Number(arg('preprocess-threads', '0')),
   });
   await engine.loadWeights('bench', 0, initWeights(spec, 1));
   const s = await startPolicyHttpServer({ engine, token: TOKEN });
@@ -69,6 +77,8 @@ interface RawRow {
   batch: number;
   msPerBatch: number;
   samplesPerSec: number;
+  /** Samples per second of this process's CPU time: comparable with the server's actionsPerServerCpuSec. */
+  samplesPerCpuSec: number;
 }
 
 async function rawOrt(seconds: number, rows: ObservationRow[]): Promise<RawRow[]> {
@@ -81,6 +91,7 @@ async function rawOrt(seconds: number, rows: ObservationRow[]): Promise<RawRow[]
     );
     for (let i = 0; i < 20; i++) await session.run(batch); // warm-up
     let n = 0;
+    const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const until = t0 + seconds * 1000;
     while (performance.now() < until) {
@@ -88,23 +99,20 @@ async function rawOrt(seconds: number, rows: ObservationRow[]): Promise<RawRow[]
       n++;
     }
     const ms = performance.now() - t0;
-    out.push({ batch: B, msPerBatch: round(ms / n, 3), samplesPerSec: Math.round((n * B * 1000) / ms) });
+    const cpu = process.cpuUsage(cpu0);
+    out.push({
+      batch: B,
+      msPerBatch: round(ms / n, 3),
+      samplesPerSec: Math.round((n * B * 1000) / ms),
+      samplesPerCpuSec: Math.round((n * B * 1e6) / (cpu.user + cpu.system)),
+    });
   }
   await session.release();
   return out;
 }
 
-async function startChild(maxBatch: number, preprocessThreads: number): Promise<{ child: ChildProcess; url: string }> {
-  const args = [
-    '--import',
-    'tsx',
-    __filename,
-    '--serve',
-    '--max-batch',
-    String(maxBatch),
-    '--preprocess-threads',
-    String(preprocessThreads),
-  ];
+async function startChild(maxBatch: number): Promise<{ child: ChildProcess; url: string }> {
+  const args = ['--import', 'tsx', __filename, '--serve', '--max-batch', String(maxBatch)];
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: path.resolve(__dirname, '..'),
@@ -124,208 +132,277 @@ async function startChild(maxBatch: number, preprocessThreads: number): Promise<
   return { child, url };
 }
 
-interface ServerRow {
+/** CPU seconds (user + system) a process has used, from /proc (Linux); undefined elsewhere. */
+function cpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (1-based).
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return undefined;
+  }
+}
+
+type Mode = 'png' | 'encoded';
+
+interface Point {
+  mode: Mode;
+  /** Observations per HTTP call. */
+  perCall: number;
   maxBatch: number;
-  preprocessThreads: number;
-  concurrency: number;
-  requests: number;
+  /** Calls in flight (closed-loop callers). */
+  callers: number;
+  /** Observations in flight = callers × perCall. */
+  inFlight: number;
+  actions: number;
   actionsPerSec: number;
+  /** Latency of one call (all its observations answered). */
   p50ms: number;
   p95ms: number;
   p99ms: number;
   meanBatch: number;
+  /** Server process CPU per second of wall time (1 = one core busy). */
+  serverCores: number | null;
+  /** Actions per second of server CPU: the server's throughput if it had a core to itself. */
+  actionsPerServerCpuSec: number | null;
   errors: number;
 }
 
 async function loadTest(
+  child: ChildProcess,
   url: string,
-  maxBatch: number,
-  preprocessThreads: number,
-  concurrency: number,
+  cfg: { mode: Mode; perCall: number; maxBatch: number; callers: number },
+  warmupS: number,
   seconds: number,
-  pngs: string[]
-): Promise<ServerRow> {
+  observations: Array<OutgoingActRequest['observation']>
+): Promise<Point> {
   const client = new PolicyServerClient({ endpoints: [url], token: TOKEN, maxAttempts: 1, timeoutMs: 30_000 });
-  const h0 = await client.health(url);
   const lat: number[] = [];
   let errors = 0;
-  const warmupEnd = performance.now() + 300;
-  const until = warmupEnd + seconds * 1000;
-  let counted = 0;
-  let tStart = 0;
-  let tEnd = 0;
+  let actions = 0;
+  // Steady state only: completions are counted in the window [t0, t1) after the warm-up, and the
+  // server's CPU and batch counters are read at its edges (the callers keep going until t1 and beyond).
+  let t0 = Infinity;
+  let t1 = Infinity;
+  const window = (async () => {
+    await new Promise((r) => setTimeout(r, warmupS * 1000));
+    const h0 = await client.health(url);
+    const cpu0 = cpuSeconds(child.pid!);
+    t0 = performance.now();
+    await new Promise((r) => setTimeout(r, seconds * 1000));
+    t1 = performance.now();
+    const cpu1 = cpuSeconds(child.pid!);
+    const h1 = await client.health(url);
+    return { h0, h1, cpu: cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined };
+  })();
   await Promise.all(
-    Array.from({ length: concurrency }, async (_, k) => {
-      for (let i = 0; performance.now() < until; i++) {
+    Array.from({ length: cfg.callers }, async (_, k) => {
+      for (let i = 0; performance.now() < t1; i++) {
+        const requests = Array.from({ length: cfg.perCall }, (_, j) => ({
+          observation: observations[(k * 7 + i * cfg.perCall + j) % observations.length]!,
+          seed: i * cfg.perCall + j,
+          temperature: 1,
+        }));
         const t = performance.now();
         try {
-          await client.act({
-            observation: {
-              pngBase64: pngs[(k * 7 + i) % pngs.length]!,
-              instruction: 'click on the red box',
-              fields: ['hello'],
-            },
-            seed: i,
-            temperature: 1,
-          });
+          await client.actMany(requests);
         } catch {
           errors++;
           continue;
         }
         const done = performance.now();
-        if (t >= warmupEnd) {
-          if (tStart === 0) tStart = t;
+        if (done >= t0 && done < t1) {
           lat.push(done - t);
-          counted++;
-          tEnd = Math.max(tEnd, done);
+          actions += cfg.perCall;
         }
       }
     })
   );
-  const h1 = await client.health(url);
+  const { h0, h1, cpu: serverCpu } = await window;
+  const wallS = (t1 - t0) / 1000;
   lat.sort((a, b) => a - b);
   return {
-    maxBatch,
-    preprocessThreads,
-    concurrency,
-    requests: counted,
-    actionsPerSec: Math.round((counted * 1000) / (tEnd - tStart)),
+    ...cfg,
+    inFlight: cfg.callers * cfg.perCall,
+    actions,
+    actionsPerSec: Math.round(actions / wallS),
     p50ms: round(percentile(lat, 0.5)),
     p95ms: round(percentile(lat, 0.95)),
     p99ms: round(percentile(lat, 0.99)),
     meanBatch: round((h1.items - h0.items) / Math.max(1, h1.batches - h0.batches)),
+    serverCores: serverCpu !== undefined ? round(serverCpu / wallS) : null,
+    actionsPerServerCpuSec: serverCpu ? Math.round(actions / serverCpu) : null,
     errors,
   };
 }
 
-/** A small log-x line chart: actions/s vs concurrency, one line per maxBatch, raw ORT as dashed ceilings. */
-function svgChart(rows: ServerRow[], raw: RawRow[]): string {
-  const W = 640;
-  const H = 380;
-  const m = { l: 70, r: 170, t: 40, b: 50 };
-  const concs = [...new Set(rows.map((r) => r.concurrency))].sort((a, b) => a - b);
-  const yMax = Math.max(...rows.map((r) => r.actionsPerSec)) * 1.15;
-  const x = (c: number) =>
-    m.l +
-    ((Math.log2(c) - Math.log2(concs[0]!)) / Math.max(1, Math.log2(concs[concs.length - 1]!) - Math.log2(concs[0]!))) *
-      (W - m.l - m.r);
-  const y = (v: number) => H - m.b - (Math.min(v, yMax) / yMax) * (H - m.t - m.b);
-  const colors = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728'];
-  const parts: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`,
-    `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${m.l}" y="22" font-size="14">Policy server throughput (HTTP act, default 23k-param CNN)</text>`,
-    `<line x1="${m.l}" y1="${H - m.b}" x2="${W - m.r}" y2="${H - m.b}" stroke="black"/>`,
-    `<line x1="${m.l}" y1="${m.t}" x2="${m.l}" y2="${H - m.b}" stroke="black"/>`,
-    `<text x="${(m.l + W - m.r) / 2}" y="${H - 12}" text-anchor="middle">client concurrency (requests in flight)</text>`,
-    `<text x="16" y="${(m.t + H - m.b) / 2}" transform="rotate(-90 16 ${(m.t + H - m.b) / 2})" text-anchor="middle">actions/s</text>`,
-  ];
-  for (const c of concs) parts.push(`<text x="${x(c)}" y="${H - m.b + 16}" text-anchor="middle">${c}</text>`);
-  for (let i = 0; i <= 4; i++) {
-    const v = (yMax * i) / 4;
-    parts.push(
-      `<text x="${m.l - 6}" y="${y(v) + 4}" text-anchor="end">${Math.round(v)}</text>`,
-      `<line x1="${m.l}" y1="${y(v)}" x2="${W - m.r}" y2="${y(v)}" stroke="#eee"/>`
-    );
-  }
-  const batches = [...new Set(rows.map((r) => r.maxBatch))].sort((a, b) => a - b);
-  batches.forEach((b, i) => {
-    const pts = rows.filter((r) => r.maxBatch === b).sort((p, q) => p.concurrency - q.concurrency);
-    const color = colors[i % colors.length]!;
-    parts.push(
-      `<polyline fill="none" stroke="${color}" stroke-width="2" points="${pts.map((p) => `${x(p.concurrency)},${y(p.actionsPerSec)}`).join(' ')}"/>`
-    );
-    for (const p of pts)
-      parts.push(`<circle cx="${x(p.concurrency)}" cy="${y(p.actionsPerSec)}" r="3" fill="${color}"/>`);
-    parts.push(`<text x="${W - m.r + 10}" y="${m.t + 16 * i + 4}" fill="${color}">maxBatch ${b}</text>`);
+const label = (p: Pick<Point, 'mode' | 'perCall'>) =>
+  p.mode === 'png'
+    ? 'png (decoded on the server)'
+    : p.perCall === 1
+      ? 'encoded, 1 per call'
+      : `encoded, ${p.perCall} per call`;
+
+/**
+ * The chart: per mode, actions per second of server CPU (solid: the server's efficiency, comparable with
+ * raw onnxruntime per CPU-second) and per wall-clock second (what this shared machine gave).
+ */
+async function writeChart(dir: string, points: Point[], raw: RawRow[], maxBatch: number): Promise<void> {
+  const raw32 = raw.find((r) => r.batch === maxBatch) ?? raw[raw.length - 1]!;
+  const names = [...new Set(points.map(label))];
+  const series: Series[] = names.flatMap((name) => {
+    const mine = points.filter((p) => label(p) === name);
+    return [
+      {
+        name: `${name}: per server CPU-s`,
+        points: mine.map((p) => [p.inFlight, p.actionsPerServerCpuSec ?? 0] as [number, number]),
+      },
+      { name: `${name}: wall clock`, points: mine.map((p) => [p.inFlight, p.actionsPerSec] as [number, number]) },
+    ];
   });
-  const rawNote = raw.map((r) => `B=${r.batch}: ${r.samplesPerSec}/s`);
-  parts.push(`<text x="${W - m.r + 10}" y="${m.t + 16 * batches.length + 20}">raw ORT forward:</text>`);
-  rawNote.forEach((t, i) =>
-    parts.push(`<text x="${W - m.r + 10}" y="${m.t + 16 * batches.length + 36 + 14 * i}" fill="#555">${t}</text>`)
-  );
-  parts.push('</svg>');
-  return parts.join('\n');
+  const yMax = Math.max(raw32.samplesPerCpuSec, ...points.map((p) => p.actionsPerServerCpuSec ?? 0)) * 1.1;
+  const svg = lineChartSvg(series, {
+    title: `Policy server throughput (maxBatch ${maxBatch}; raw ORT wall ${raw32.samplesPerSec}/s; shared cores, see docs)`,
+    xLabel: 'observations in flight',
+    yLabel: 'actions per second (of server CPU, or wall clock)',
+    width: 1000,
+    yMin: 0,
+    yMax,
+    hLines: [
+      { y: raw32.samplesPerCpuSec, label: `raw ORT B=${maxBatch} per CPU-s` },
+      { y: raw32.samplesPerCpuSec / 2, label: '0.5× raw per CPU-s' },
+    ],
+  });
+  fs.writeFileSync(path.join(dir, 'policy-throughput.svg'), `${svg}\n`);
+  try {
+    await writeSvgAsPng(svg, path.join(dir, 'policy-throughput.png'), loadInfraSettings().chromiumPath);
+  } catch (err) {
+    console.warn(`[bench] no PNG chart (Chromium: ${(err as Error).message}); the SVG is written`);
+  }
+}
+
+/** --chart-only: redraws the chart from the output directory's policy-throughput.json without measuring. */
+async function chartOnly(): Promise<void> {
+  const dir = benchOutDir();
+  const j = JSON.parse(fs.readFileSync(path.join(dir, 'policy-throughput.json'), 'utf8')) as {
+    points: Point[];
+    raw: RawRow[];
+    atMaxBatch: { maxBatch: number };
+  };
+  await writeChart(dir, j.points, j.raw, j.atMaxBatch.maxBatch);
+  console.log(`[bench] redrew ${shownPath(path.join(dir, 'policy-throughput.svg'))} and .png`);
 }
 
 async function main(): Promise<void> {
+  const loadStart = os.loadavg()[0]!;
   const seconds = Number(arg('seconds', '3'));
-  const concurrency = list(arg('concurrency', '1,4,16,64'));
-  const maxBatches = list(arg('max-batch', '1,8,32'));
+  const warmupS = Number(arg('warmup', '1'));
+  const maxBatch = Number(arg('max-batch', '32'));
   const pngBufs = Array.from({ length: 32 }, (_, i) => makePng(i));
-  const pngs = pngBufs.map((p) => p.toString('base64'));
+  const pngObservations = pngBufs.map((p) => ({
+    pngBase64: p.toString('base64'),
+    instruction: INSTRUCTION,
+    fields: ['hello'],
+  }));
+  const encodedObservations = pngBufs.map((p) => ({
+    encoded: encodeScreenshotImage(p, { width: 160, height: 160 }, spec.imageSize),
+    instruction: INSTRUCTION,
+    fields: ['hello'],
+  }));
 
-  // Server-side per-request preprocessing, measured alone (it runs on the server's main thread too).
-  const t0 = performance.now();
+  // PNG decode + downsample alone: what the png form costs the server, and the encoded form the env worker.
+  const tp = performance.now();
   for (let r = 0; r < 5; r++) for (const p of pngBufs) encodeScreenshot(p, spec);
-  const preprocessMs = (performance.now() - t0) / (5 * pngBufs.length);
+  const encodeMs = (performance.now() - tp) / (5 * pngBufs.length);
 
   const rows: ObservationRow[] = pngBufs.map((p) => ({
     obs: encodeScreenshot(p, spec),
-    text: encodeInstruction('click on the red box', spec),
+    text: encodeInstruction(INSTRUCTION, spec),
     mask: actionMask(spec, { numFields: 1 }),
   }));
   console.log(`[bench] raw onnxruntime forward, ${seconds}s per batch size…`);
   const raw = await rawOrt(seconds, rows);
   console.table(raw);
 
-  const measureGrid = async (mb: number, pt: number, out: ServerRow[]) => {
-    const { child, url } = await startChild(mb, pt);
-    try {
-      for (const c of concurrency) {
-        const row = await loadTest(url, mb, pt, c, seconds, pngs);
-        console.log(
-          `[bench] maxBatch ${mb} preprocessThreads ${pt} concurrency ${c}: ${row.actionsPerSec} actions/s, p50 ${row.p50ms} ms, p99 ${row.p99ms} ms, mean batch ${row.meanBatch}`
-        );
-        out.push(row);
-      }
-    } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+  const grid: Array<{ mode: Mode; perCall: number; callers: number }> = [
+    ...[16, 64].map((callers) => ({ mode: 'png' as const, perCall: 1, callers })),
+    ...[1, 4, 16, 64].map((callers) => ({ mode: 'encoded' as const, perCall: 1, callers })),
+    ...[1, 2, 4].map((callers) => ({ mode: 'encoded' as const, perCall: maxBatch, callers })),
+  ];
+  const points: Point[] = [];
+  const { child, url } = await startChild(maxBatch);
+  try {
+    for (const g of grid) {
+      const obs = g.mode === 'png' ? pngObservations : encodedObservations;
+      const p = await loadTest(child, url, { ...g, maxBatch }, warmupS, seconds, obs);
+      console.log(
+        `[bench] ${label(p)}, ${p.callers} calls in flight: ${p.actionsPerSec} actions/s, p50 ${p.p50ms} ms, p99 ${p.p99ms} ms, mean batch ${p.meanBatch}, server ${p.serverCores} cores, ${p.actionsPerServerCpuSec} actions per server CPU-s`
+      );
+      points.push(p);
     }
-  };
-  const server: ServerRow[] = [];
-  for (const mb of maxBatches) await measureGrid(mb, 0, server);
-  // The same server with screenshot decoding on worker threads (the main-thread cost found above).
-  const threaded: ServerRow[] = [];
-  const pt = Number(arg('preprocess-threads', '2'));
-  if (pt > 0) await measureGrid(Math.max(...maxBatches), pt, threaded);
-  const best = server.reduce((a, b) => (b.actionsPerSec > a.actionsPerSec ? b : a));
-  const rawAt = (b: number) =>
-    raw.reduce((a, r) => (Math.abs(r.batch - b) < Math.abs(a.batch - b) ? r : a)).samplesPerSec;
-  const ratio = best.actionsPerSec / rawAt(best.meanBatch);
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  }
+
+  const raw32 = raw.find((r) => r.batch === maxBatch) ?? raw[raw.length - 1]!;
+  const bestOf = (ps: Point[]) => ps.reduce((a, b) => (b.actionsPerSec > a.actionsPerSec ? b : a));
+  const best = bestOf(points);
+  const summarize = (p: Point) => ({
+    ...p,
+    ratioToRawAtMaxBatch: round(p.actionsPerSec / raw32.samplesPerSec, 3),
+    serverCpuRatioToRaw: p.actionsPerServerCpuSec ? round(p.actionsPerServerCpuSec / raw32.samplesPerCpuSec, 3) : null,
+  });
   const result = {
     benchmark: 'policy-throughput',
     createdAt: new Date().toISOString(),
+    command: `npx tsx bench/policy-throughput.ts --seconds ${seconds} --warmup ${warmupS} --max-batch ${maxBatch}${benchPublishing() ? ' --publish' : ''}`,
     machine: {
       cpus: os.cpus().length,
       cpuModel: os.cpus()[0]?.model.trim() ?? '',
       memGiB: round(os.totalmem() / 2 ** 30, 1),
       node: process.version,
       platform: `${os.platform()} ${os.release()}`,
+      /** 1-minute load average before and after the run: other processes on the machine take CPU too. */
+      loadAverage: { start: round(loadStart, 2), end: round(os.loadavg()[0]!, 2) },
     },
-    method:
-      'server in a child process (engine + node:http, 1 ORT intra-op thread, maxWaitMs 2); closed-loop clients in this process, one act request (one 160×160 PNG as base64) at a time each, 0.3 s warm-up; raw = session.run on pre-packed batches in this process',
+    method: [
+      `Server: a child process (PolicyEngine + node:http, default 24k-param CNN with initial weights, 1 ORT intra-op thread, maxBatch ${maxBatch}, maxWaitMs 2, no preprocessing threads).`,
+      'Load generator: this process, PolicyServerClient over loopback HTTP; closed-loop callers, each with one call in flight; each call carries 1 or K observations (act / actMany).',
+      'Simulated: the observations are 32 synthetic 160×160 PNG screenshots (test/rollout/helpers makePng) with one instruction; for the encoded form they are encoded once up front, so the load generator does not pay the PNG decoding an env worker would (encodeMsPerScreenshot below).',
+      `Steady state: ${warmupS} s warm-up per point excluded, then ${seconds} s measured; actions = observations of the calls completed in the window.`,
+      `The machine has ${os.cpus().length} cores and the load generator competes with the server for them (JSON encoding, base64, HTTP client): serverCores is the server's CPU use per wall second, and actionsPerServerCpuSec the throughput per second of server CPU (what the server would do with a core to itself).`,
+      'Raw = session.run on pre-packed batches in this process, before the server starts (no competition from the load generator, but from whatever else runs on the machine: see loadAverage); samplesPerCpuSec divides by the CPU time it used.',
+      "ratioToRawAtMaxBatch = actions/s ÷ raw samples/s at B=maxBatch (wall clock); serverCpuRatioToRaw = actions per server CPU-second ÷ raw samples per CPU-second (the server's efficiency, independent of how much CPU other processes left it).",
+    ].join(' '),
     policy: { spec: 'default', params: paramCount(spec) },
-    preprocessMsPerObservation: round(preprocessMs, 3),
+    encodeMsPerScreenshot: round(encodeMs, 3),
     raw,
-    server,
-    threadedPreprocessing: threaded,
-    best: { ...best, rawSamplesPerSecAtMeanBatch: rawAt(best.meanBatch), ratioToRaw: round(ratio, 3) },
+    points,
+    atMaxBatch: {
+      maxBatch,
+      rawSamplesPerSec: raw32.samplesPerSec,
+      best: summarize(best),
+      bestPng: summarize(bestOf(points.filter((p) => p.mode === 'png'))),
+      bestEncodedOnePerCall: summarize(bestOf(points.filter((p) => p.mode === 'encoded' && p.perCall === 1))),
+    },
   };
-  const dir = path.resolve(__dirname, '..', 'docs', 'bench');
-  fs.mkdirSync(dir, { recursive: true });
+  const dir = benchOutDir();
   fs.writeFileSync(path.join(dir, 'policy-throughput.json'), `${JSON.stringify(result, null, 2)}\n`);
-  fs.writeFileSync(path.join(dir, 'policy-throughput.svg'), svgChart(server, raw));
+
+  await writeChart(dir, points, raw, maxBatch);
   console.log(
-    `[bench] best ${best.actionsPerSec} actions/s (maxBatch ${best.maxBatch}, concurrency ${best.concurrency}); raw ORT at B≈${best.meanBatch}: ${rawAt(best.meanBatch)}/s; ratio ${round(ratio, 3)}`
+    `[bench] best ${best.actionsPerSec} actions/s (${label(best)}, ${best.callers} calls in flight, mean batch ${best.meanBatch}); raw ORT at B=${maxBatch}: ${raw32.samplesPerSec}/s; ratio ${result.atMaxBatch.best.ratioToRawAtMaxBatch} (per server CPU-second: ${result.atMaxBatch.best.serverCpuRatioToRaw})`
   );
-  console.log(`[bench] wrote docs/bench/policy-throughput.json and .svg`);
+  console.log(`[bench] wrote ${shownPath(path.join(dir, 'policy-throughput.json'))}, .svg and .png`);
 }
 
 if (require.main === module) {
-  (process.argv.includes('--serve') ? serve() : main()).catch((err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
+  (process.argv.includes('--serve') ? serve() : process.argv.includes('--chart-only') ? chartOnly() : main()).catch(
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    }
+  );
 }

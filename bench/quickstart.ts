@@ -8,9 +8,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadInfraSettings, PROJECT_ROOT } from '../infra/settings';
+import { loadInfraSettings } from '../infra/settings';
 import { writeSvgAsPng } from '../lib/charts';
 import { campaignCurveSvg, runQuickstartCampaign } from '../scripts/lib/quickstart-campaign';
+import { benchOutDir, shownPath } from './lib/output';
 
 export async function benchQuickstart(args: string[]): Promise<void> {
   const bcAt = args.indexOf('--bc');
@@ -23,8 +24,7 @@ export async function benchQuickstart(args: string[]): Promise<void> {
   const { config, result, workflowId } = await runQuickstartCampaign(settings, overrides, {
     idPrefix: 'bench-quickstart',
   });
-  const dir = path.join(PROJECT_ROOT, 'docs', 'bench');
-  fs.mkdirSync(dir, { recursive: true });
+  const dir = benchOutDir();
   const target = config.campaign.targetSuccess ?? 0.9;
   const reached = result.evals.find(
     (e) => e.successRate >= target && Object.values(e.perFamily).every((v) => v >= target)
@@ -72,6 +72,6 @@ export async function benchQuickstart(args: string[]): Promise<void> {
       `  v${e.version}: ${(e.success * 100).toFixed(0)}% ${JSON.stringify(e.perFamily)} at ${e.atEpisodes} episodes, ${e.atSeconds.toFixed(0)} s`
     );
   console.log(
-    `[bench quickstart] ${reached ? `target reached at v${reached.version}, ${reached.atEpisodes} RL episodes, ${(reached.atMs / 1000).toFixed(0)} s` : 'target not reached'}; wrote docs/bench/quickstart.json and quickstart-vs-{episodes,time}.png`
+    `[bench quickstart] ${reached ? `target reached at v${reached.version}, ${reached.atEpisodes} RL episodes, ${(reached.atMs / 1000).toFixed(0)} s` : 'target not reached'}; wrote ${shownPath(path.join(dir, 'quickstart.json'))} and quickstart-vs-{episodes,time}.png`
   );
 }

@@ -1,10 +1,16 @@
-/** `npm run bench -- <suite> [options]`: benchmarks (not tests); results and charts go to docs/bench/. */
-import { ensureInfra } from '../scripts/ensure-infra';
+/**
+ * `npm run bench -- <suite> [--publish] [options]`: benchmarks (not tests). Results and charts go to
+ * .data/bench/ (git-ignored); with --publish to docs/bench/, the tracked numbers docs/benchmarks.md shows.
+ * Servers this run had to start are stopped at the end; servers that were already running keep running.
+ */
+import { ensureInfraSession } from '../scripts/ensure-infra';
 import { benchAblation } from './ablation';
 import { benchCharts } from './charts';
 import { benchChaos } from './chaos';
 import { benchEfficiency } from './efficiency';
 import { benchLearning } from './learning';
+import { benchOutDir, setBenchPublish, shownPath } from './lib/output';
+import { splitPublishFlag } from './lib/output-dir';
 import { benchOverhead } from './overhead';
 import { benchQuickstart } from './quickstart';
 import { benchScale } from './scale';
@@ -20,21 +26,36 @@ const SUITES: Record<string, (args: string[]) => Promise<void>> = {
   scale: benchScale,
 };
 
-async function main(): Promise<void> {
-  const [suite, ...args] = process.argv.slice(2);
+const USAGE = `usage: npm run bench -- <suite> [--publish] [suite options]
+suites: ${Object.keys(SUITES).join(', ')}
+  results go to .data/bench/ (git-ignored); --publish writes docs/bench/ (tracked, quoted by docs/benchmarks.md)
+  servers this run starts are stopped at the end; servers already running are left running
+(also: npx tsx bench/env-throughput.ts [--publish], npx tsx bench/policy-throughput.ts [--publish])`;
+
+async function main(): Promise<number> {
+  const [suite, ...rest] = process.argv.slice(2);
   const run = suite ? SUITES[suite] : undefined;
   if (!run) {
-    console.log(
-      `usage: npm run bench -- <suite>\nsuites: ${Object.keys(SUITES).join(', ')}\n(also: npx tsx bench/env-throughput.ts, npx tsx bench/policy-throughput.ts)`
-    );
-    process.exit(suite ? 1 : 0);
+    console.log(USAGE);
+    return suite ? 1 : 0;
   }
-  await ensureInfra({ quiet: true });
-  await run(args);
-  process.exit(0);
+  const { publish, args } = splitPublishFlag(rest);
+  setBenchPublish(publish);
+  const infra = await ensureInfraSession({ quiet: true });
+  try {
+    await run(args);
+    console.log(`[bench] results in ${shownPath(benchOutDir())}${publish ? ' (published)' : ''}`);
+  } finally {
+    const stopped = await infra.stopStartedHere();
+    if (stopped.length) console.log(`[bench] stopped the servers this run started: ${stopped.join(', ')}`);
+  }
+  return 0;
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  }
+);

@@ -15,6 +15,7 @@ import { lineChartSvg, writeSvgAsPng, type Series } from '../lib/charts';
 import { campaignConfig, summarizeMode, type ModeResult } from './efficiency';
 import { benchSuffix, startBenchCluster } from './lib/bench-cluster';
 import { runCampaignWindow } from './lib/campaign-window';
+import { benchOutDir } from './lib/output';
 
 export interface ScalePoint {
   envs: number;
@@ -76,8 +77,7 @@ export async function benchScale(args: string[]): Promise<void> {
       await cluster.close();
     }
   }
-  const dir = path.join(PROJECT_ROOT, 'docs', 'bench');
-  fs.mkdirSync(dir, { recursive: true });
+  const dir = benchOutDir();
   const file = path.join(dir, 'scale.json');
   fs.writeFileSync(
     file,

@@ -1,8 +1,6 @@
 #!/usr/bin/env node
-// `dartflow` CLI entry: runs the TypeScript CLI through tsx (no build step).
-const path = require('node:path');
-const { spawnSync } = require('node:child_process');
-const cli = path.join(__dirname, '..', 'cli', 'main.ts');
-const tsx = require.resolve('tsx/cli');
-const r = spawnSync(process.execPath, [tsx, cli, ...process.argv.slice(2)], { stdio: 'inherit' });
-process.exit(r.status ?? 1);
+// `dartflow` CLI entry: runs the TypeScript CLI in this very process through tsx's require hook (no build
+// step and no wrapper process), so the pid a user sees is the CLI itself and `kill <pid>` reaches the code
+// that stops the roles it started.
+require('tsx/cjs');
+require('../cli/main.ts').runCli(process.argv.slice(2));

@@ -2,6 +2,9 @@
  * Runs dartflow's roles on this machine as child processes (what `npm start` and `dartflow workers` do):
  * one orchestrator worker, N env workers, one trainer, M policy servers. Each child logs to
  * .data/logs/<role>.log; stopping sends SIGTERM (graceful: in-flight work finishes) then SIGKILL.
+ * Each child is its own process group, so a terminal's Ctrl-C reaches only the parent, which then stops
+ * every child exactly once; a parent that dies without stopping them (kill -9) is noticed by the
+ * children through their IPC channel (infra/parent-watch.ts).
  * On other machines run the same scripts one role at a time (README "Scaling out").
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -44,7 +47,10 @@ export interface LocalWorkers {
   children: LocalChild[];
   /** Restart one child by name (chaos tests kill -9 a role and bring it back). */
   restart(name: string): LocalChild;
-  stop(): Promise<void>;
+  /** SIGTERM every child; SIGKILL the ones still running after `graceMs` (default 20 s). */
+  stop(graceMs?: number): Promise<void>;
+  /** SIGKILL every child now (a second Ctrl-C); Chromium follows its env worker (pipe closed). */
+  kill(): void;
 }
 
 const SCRIPTS: Record<Role, string> = {
@@ -53,6 +59,8 @@ const SCRIPTS: Record<Role, string> = {
   trainer: 'workers/trainer-worker.ts',
   policy: 'workers/policy-server.ts',
 };
+
+const isRunning = (c: LocalChild): boolean => c.process.exitCode === null && c.process.signalCode === null;
 
 export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOptions = {}): LocalWorkers {
   const roles = opts.roles ?? ROLES;
@@ -104,6 +112,8 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
         cwd: PROJECT_ROOT,
         env: { ...process.env, ...opts.env, ...spec.env },
         stdio: ['ignore', opts.echo ? 'pipe' : out, opts.echo ? 'pipe' : out, 'ipc'],
+        // Own process group: a terminal's SIGINT goes to the parent only, not twice to every role.
+        detached: true,
       }
     );
     if (opts.echo) {
@@ -130,14 +140,24 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
       if (!spec) throw new Error(`no local worker named ${name}`);
       return launch(spec);
     },
-    async stop() {
-      const alive = [...children.values()].filter((c) => c.process.exitCode === null && c.process.signalCode === null);
-      const exited = alive.map((c) => new Promise<void>((resolve) => c.process.once('exit', () => resolve())));
+    async stop(graceMs = 20_000) {
+      const alive = [...children.values()].filter(isRunning);
+      const exited = Promise.all(
+        alive.map(
+          (c) => new Promise<void>((resolve) => (isRunning(c) ? c.process.once('exit', () => resolve()) : resolve()))
+        )
+      );
       for (const c of alive) c.process.kill('SIGTERM');
-      const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 20_000).unref());
-      if ((await Promise.race([Promise.all(exited), timeout])) === 'timeout') {
-        for (const c of alive) if (c.process.exitCode === null) c.process.kill('SIGKILL');
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), graceMs)));
+      if ((await Promise.race([exited, timeout])) === 'timeout') {
+        for (const c of alive) if (isRunning(c)) c.process.kill('SIGKILL');
+        await exited;
       }
+      clearTimeout(timer);
+    },
+    kill() {
+      for (const c of children.values()) if (isRunning(c)) c.process.kill('SIGKILL');
     },
   };
 }

@@ -16,16 +16,21 @@ import { ObjectStore } from '../storage/object-store';
 import { loadSuite } from '../tasks/loader';
 import { evaluateWorkflow, precollectWorkflow } from '../workflows';
 import { readLineage } from './lineage';
-import { ROLES, startLocalWorkers, type Role } from './local-workers';
+import { ROLES, startLocalWorkers, type LocalWorkers, type Role } from './local-workers';
 import { bar, StatusLine } from './progress';
+import { listenForStop } from './stop-request';
 
 const USAGE = `usage: dartflow <command> [options]
 
 infrastructure
   infra up | down | status           start (or reuse) / stop / show the local Temporal dev server and MinIO
   workers [--roles r1,r2] [--env-workers N] [--env-slots N] [--env-kind browser|simulated] [--policy-servers M]
-                                     run roles (orchestrator, env, trainer, policy) here as child processes
+          [--policy-port P]          run roles (orchestrator, env, trainer, policy) here as child processes;
+                                     policy servers listen on P, P+1, … (default 8700). SIGINT, SIGTERM or
+                                     SIGHUP stops every role and its Chromium
   env-server [--port P] [--slots N]  serve browser envs over the remote env protocol (docs/env-protocol.openapi.yaml)
+  viewer [--port 8300] [--host 127.0.0.1] [--token T]
+                                     read-only web viewer of campaigns and trajectories (docs/viewer.md)
 
 campaigns
   campaign start [--config FILE] [--set section.field=value ...] [--watch]
@@ -252,6 +257,14 @@ async function precollectOrEval(cmd: 'precollect' | 'eval', args: string[]): Pro
   }
 }
 
+/** A whole number ≥ `min` from a command-line flag, or a clear error naming the flag. */
+function intFlag(flag: string, raw: string | undefined, fallback: number, min = 1): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${flag} must be a whole number ≥ ${min}, got "${raw}"`);
+  return n;
+}
+
 async function workersCommand(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
@@ -261,24 +274,32 @@ async function workersCommand(args: string[]): Promise<void> {
       'env-slots': { type: 'string' },
       'env-kind': { type: 'string' },
       'policy-servers': { type: 'string' },
+      'policy-port': { type: 'string' },
     },
   });
   const roles = (values.roles ? values.roles.split(',') : ROLES) as Role[];
   for (const r of roles) if (!ROLES.includes(r)) throw new Error(`unknown role "${r}" (roles: ${ROLES.join(', ')})`);
-  const workers = startLocalWorkers(loadInfraSettings(), {
+  const envKind = values['env-kind'] ?? 'browser';
+  if (envKind !== 'browser' && envKind !== 'simulated')
+    throw new Error(`--env-kind must be browser or simulated, got "${envKind}"`);
+  const options = {
     roles,
-    envWorkers: Number(values['env-workers'] ?? 1),
-    envSlots: Number(values['env-slots'] ?? 4),
-    envKind: (values['env-kind'] ?? 'browser') as 'browser' | 'simulated',
-    policyServers: Number(values['policy-servers'] ?? 1),
+    envWorkers: intFlag('env-workers', values['env-workers'], 1),
+    envSlots: intFlag('env-slots', values['env-slots'], 4),
+    envKind,
+    policyServers: intFlag('policy-servers', values['policy-servers'], 1),
+    policyBasePort: intFlag('policy-port', values['policy-port'], 8700),
     echo: true,
-  });
-  console.log(`running ${workers.children.map((c) => c.name).join(', ')} (Ctrl-C stops them)`);
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  } as const;
+  // Listen before the children exist: a signal that arrives while they start must still stop them.
+  // (Signal handlers run on a later tick, by when `workers` is assigned.)
+  const stop = listenForStop({ onRepeat: () => workers.kill() });
+  const workers: LocalWorkers = startLocalWorkers(loadInfraSettings(), options);
+  console.log(`running ${workers.children.map((c) => c.name).join(', ')} (Ctrl-C stops them; twice: at once)`);
+  const reason = await stop.stopped;
+  console.log(`stopping (${reason === 'wrapper-gone' ? 'the npm/npx process that started dartflow is gone' : reason})`);
   await workers.stop();
+  stop.dispose();
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -289,12 +310,28 @@ async function main(argv: string[]): Promise<void> {
     case 'workers':
       return workersCommand(rest);
     case 'env-server': {
+      // One child (no tsx wrapper process in between), told to stop when this process is.
       const child = spawn(
         process.execPath,
-        [require.resolve('tsx/cli'), path.join(PROJECT_ROOT, 'envs', 'remote-server.ts'), ...rest],
-        { stdio: 'inherit' }
+        ['--import', 'tsx', path.join(PROJECT_ROOT, 'envs', 'remote-server.ts'), ...rest],
+        // The IPC channel lets the server notice this process dying, even by kill -9 (infra/parent-watch.ts).
+        { stdio: ['inherit', 'inherit', 'inherit', 'ipc'], detached: true }
       );
-      await new Promise<void>((resolve) => child.on('exit', () => resolve()));
+      const stop = listenForStop({ onRepeat: () => child.kill('SIGKILL') });
+      void stop.stopped.then(() => child.kill('SIGTERM'));
+      const code = await new Promise<number>((resolve) => child.on('exit', (c) => resolve(c ?? 1)));
+      stop.dispose();
+      if (code !== 0) throw new Error(`env-server exited with code ${code}`);
+      return;
+    }
+    case 'viewer': {
+      const { runViewer } = await import('../viewer/main');
+      const viewer = await runViewer(rest);
+      console.log(`dartflow viewer: ${viewer.loginUrl}`);
+      const stop = listenForStop();
+      await stop.stopped;
+      await viewer.close();
+      stop.dispose();
       return;
     }
     case 'campaign':
@@ -312,9 +349,16 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-if (require.main === module) {
-  main(process.argv.slice(2)).catch((err: unknown) => {
-    console.error(`dartflow: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(1);
-  });
+/** Runs one CLI command and exits: the entry point of bin/dartflow.js. */
+export function runCli(argv: string[]): void {
+  main(argv).then(
+    // Exit explicitly: a command is done when it returns, whatever handles a library left open.
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(`dartflow: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(1);
+    }
+  );
 }
+
+if (require.main === module) runCli(process.argv.slice(2));

@@ -25,6 +25,7 @@ import {
   type ErrorType,
 } from './remote/protocol';
 import type { EnvPool, GuiEnv, Observation } from './types';
+import { exitWithParent } from '../infra/parent-watch';
 
 export interface EnvServerOptions {
   pool: EnvPool;
@@ -276,6 +277,8 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', () => void stop());
   process.once('SIGTERM', () => void stop());
+  // Started by `dartflow env-server` with an IPC channel: a parent killed by -9 takes the server with it.
+  exitWithParent(() => void stop());
 }
 
 if (require.main === module) {

@@ -9,40 +9,74 @@ import { IMAGE_CHANNELS, type PolicySpec } from './spec';
 /**
  * Per-axis area weights: output cell o covers [o·n/m, (o+1)·n/m) of the input; each input pixel
  * contributes the length of its overlap, divided by the cell width (so weights sum to 1).
- * For 160 → 64 every cell spans 2.5 pixels.
+ * For 160 → 64 every cell spans 2.5 pixels. Flat typed arrays: taps of cell o are start[o]..start[o+1].
  */
-function areaWeights(n: number, m: number): Array<Array<[number, number]>> {
+interface AreaTaps {
+  start: Int32Array;
+  index: Int32Array;
+  weight: Float64Array;
+}
+
+function areaWeights(n: number, m: number): AreaTaps {
   const scale = n / m;
-  const out: Array<Array<[number, number]>> = [];
+  const start = new Int32Array(m + 1);
+  const index: number[] = [];
+  const weight: number[] = [];
   for (let o = 0; o < m; o++) {
     const lo = o * scale;
     const hi = (o + 1) * scale;
-    const taps: Array<[number, number]> = [];
     for (let i = Math.floor(lo); i < Math.min(n, Math.ceil(hi)); i++) {
       const overlap = Math.min(hi, i + 1) - Math.max(lo, i);
-      if (overlap > 1e-12) taps.push([i, overlap / scale]);
+      if (overlap > 1e-12) {
+        index.push(i);
+        weight.push(overlap / scale);
+      }
     }
-    out.push(taps);
+    start[o + 1] = index.length;
   }
-  return out;
+  return { start, index: Int32Array.from(index), weight: Float64Array.from(weight) };
 }
 
-/** RGBA bytes (row-major, 4 per pixel, alpha ignored) → CHW float32 [3,size,size] in [0,1]. */
+/** Screenshots of one env all have the same size: their weights are computed once. */
+const tapsCache = new Map<string, AreaTaps>();
+function cachedAreaWeights(n: number, m: number): AreaTaps {
+  const key = `${n}:${m}`;
+  let taps = tapsCache.get(key);
+  if (!taps) {
+    if (tapsCache.size >= 64) tapsCache.clear();
+    taps = areaWeights(n, m);
+    tapsCache.set(key, taps);
+  }
+  return taps;
+}
+
+/**
+ * RGBA bytes (row-major, 4 per pixel, alpha ignored) → CHW float32 [3,size,size] in [0,1].
+ * The arithmetic (products and sums in float64, in this order) is part of the encoding: trajectories
+ * store PNGs and the trainer re-encodes them, so a change here must keep every result bit-identical.
+ */
 export function downsampleRgba(rgba: Uint8Array, width: number, height: number, size: number): Float32Array {
   if (rgba.length !== width * height * 4)
     throw new Error(`downsample: ${rgba.length} bytes for ${width}×${height} RGBA`);
-  const wx = areaWeights(width, size);
-  const wy = areaWeights(height, size);
+  const wx = cachedAreaWeights(width, size);
+  const wy = cachedAreaWeights(height, size);
   const out = new Float32Array(IMAGE_CHANNELS * size * size);
+  const plane = size * size;
   for (let oy = 0; oy < size; oy++) {
+    const y0 = wy.start[oy]!;
+    const y1 = wy.start[oy + 1]!;
     for (let ox = 0; ox < size; ox++) {
+      const x0 = wx.start[ox]!;
+      const x1 = wx.start[ox + 1]!;
       let r = 0;
       let g = 0;
       let b = 0;
-      for (const [iy, fy] of wy[oy]!) {
-        for (const [ix, fx] of wx[ox]!) {
-          const f = fy * fx;
-          const p = (iy * width + ix) * 4;
+      for (let ty = y0; ty < y1; ty++) {
+        const fy = wy.weight[ty]!;
+        const row = wy.index[ty]! * width;
+        for (let tx = x0; tx < x1; tx++) {
+          const f = fy * wx.weight[tx]!;
+          const p = (row + wx.index[tx]!) * 4;
           r += f * rgba[p]!;
           g += f * rgba[p + 1]!;
           b += f * rgba[p + 2]!;
@@ -50,8 +84,8 @@ export function downsampleRgba(rgba: Uint8Array, width: number, height: number, 
       }
       const o = oy * size + ox;
       out[o] = r / 255;
-      out[size * size + o] = g / 255;
-      out[2 * size * size + o] = b / 255;
+      out[plane + o] = g / 255;
+      out[2 * plane + o] = b / 255;
     }
   }
   return out;

@@ -3,17 +3,19 @@
  * process's in-flight requests to each), retries with jittered exponential backoff, a per-request
  * timeout, and a short cool-down for an endpoint that just failed so the retry goes elsewhere at once.
  * When every attempt fails the caller gets PolicyUnavailableError (a retryable infrastructure failure
- * of the episode, never a reward). Every answer names its policyVersion and serverId.
+ * of the episode, never a reward). Every answer names its policyVersion and serverId. Observations
+ * encoded by the caller (EncodedImage) travel as a binary body, so the server parses no big strings.
  */
 import { PolicyUnavailableError } from '../activities/env/policy';
 import {
+  MAX_REQUESTS_PER_CALL,
   ActResponseSchema,
   ErrorBodySchema,
   HealthSchema,
   type ActAnswerWire,
-  type ActRequest,
   type Health,
 } from './api';
+import { packActCall, type OutgoingActRequest } from './act-wire';
 import { backoffDelay, sleep, DEFAULT_BACKOFF, type BackoffOptions } from './backoff';
 
 export { PolicyUnavailableError };
@@ -42,7 +44,9 @@ export interface PolicyAnswer extends ActAnswerWire {
 export class PolicyRequestError extends Error {
   constructor(
     message: string,
-    readonly status: number
+    readonly status: number,
+    /** The server's error code (e.g. `input_size_mismatch`), when it sent one. */
+    readonly code?: string
   ) {
     super(message);
     this.name = 'PolicyRequestError';
@@ -114,7 +118,13 @@ export class PolicyServerClient {
     return chosen;
   }
 
-  private async post(ep: EndpointState, path: string, body: unknown, signal?: AbortSignal): Promise<unknown> {
+  /** GET when `body` is undefined; a string body is sent as JSON, a packed act call with its own type. */
+  private async post(
+    ep: EndpointState,
+    path: string,
+    body: { body: Uint8Array | string; contentType: string } | undefined,
+    signal?: AbortSignal
+  ): Promise<unknown> {
     const timeout = AbortSignal.timeout(this.opts.timeoutMs);
     const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
     let res: Response;
@@ -124,9 +134,9 @@ export class PolicyServerClient {
         method: body === undefined ? 'GET' : 'POST',
         headers: {
           authorization: `Bearer ${this.opts.token}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(body === undefined ? {} : { 'content-type': body.contentType }),
         },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        ...(body === undefined ? {} : { body: body.body }),
         signal: both,
       });
       text = await res.text();
@@ -149,27 +159,53 @@ export class PolicyServerClient {
       const msg = `${ep.url}: HTTP ${res.status} ${e.success ? `${e.data.code}: ${e.data.error}` : text.slice(0, 200)}`;
       // 401: this endpoint has another token (a config problem there); other endpoints may still work.
       if (res.status === 401) throw new AttemptError(msg, true, 401);
-      if (res.status >= 400 && res.status < 500 && res.status !== 429) throw new PolicyRequestError(msg, res.status);
+      if (res.status >= 400 && res.status < 500 && res.status !== 429)
+        throw new PolicyRequestError(msg, res.status, e.success ? e.data.code : undefined);
       throw new AttemptError(msg, e.success ? e.data.retryable : true, res.status);
     }
     return json;
   }
 
+  /**
+   * The served policy's input side S from the latest answer (undefined until one arrived, or when the
+   * server is too old to say): senders that know it can send `encoded` observations (the fast path).
+   */
+  get inputSize(): number | undefined {
+    return this.learnedInputSize;
+  }
+
+  private learnedInputSize: number | undefined;
+
   /** One act request with routing, retries and failover. */
-  async act(request: ActRequest, signal?: AbortSignal): Promise<PolicyAnswer> {
+  async act(request: OutgoingActRequest, signal?: AbortSignal): Promise<PolicyAnswer> {
+    return (await this.actMany([request], signal))[0]!;
+  }
+
+  /**
+   * Several act requests in one HTTP call (at most MAX_REQUESTS_PER_CALL): the server batches them
+   * together, and the per-call costs (HTTP, routing) are paid once. All succeed or fail together:
+   * one malformed request fails the call with PolicyRequestError.
+   */
+  async actMany(requests: OutgoingActRequest[], signal?: AbortSignal): Promise<PolicyAnswer[]> {
+    if (requests.length === 0) return [];
+    if (requests.length > MAX_REQUESTS_PER_CALL)
+      throw new RangeError(`actMany: ${requests.length} requests; at most ${MAX_REQUESTS_PER_CALL} per call`);
+    // Packed once: encoded tensors travel as binary, everything else as JSON (rollout/api.ts).
+    const body = packActCall(requests);
     const errors: string[] = [];
     let avoid: EndpointState | undefined;
     for (let attempt = 0; attempt < this.opts.maxAttempts; attempt++) {
       const ep = this.pick(avoid);
-      ep.inFlight += 1;
+      ep.inFlight += requests.length;
       try {
-        const json = await this.post(ep, '/v1/act', { requests: [request] }, signal);
+        const json = await this.post(ep, '/v1/act', body, signal);
         const parsed = ActResponseSchema.safeParse(json);
-        const answer = parsed.success ? parsed.data.answers[0] : undefined;
-        if (!answer) throw new AttemptError(`${ep.url}: malformed act answer`, true);
+        if (!parsed.success || parsed.data.answers.length !== requests.length)
+          throw new AttemptError(`${ep.url}: malformed act answer`, true);
+        if (parsed.data.inputSize !== undefined) this.learnedInputSize = parsed.data.inputSize;
         ep.failures = 0;
         ep.downUntil = 0;
-        return { ...answer, endpoint: ep.url, attempts: attempt + 1 };
+        return parsed.data.answers.map((a) => ({ ...a, endpoint: ep.url, attempts: attempt + 1 }));
       } catch (err) {
         if (!(err instanceof AttemptError)) throw err;
         errors.push(err.message);
@@ -183,7 +219,7 @@ export class PolicyServerClient {
           if (!othersUp) await sleep(backoffDelay(attempt, this.opts.backoff, this.opts.rand), signal);
         }
       } finally {
-        ep.inFlight -= 1;
+        ep.inFlight -= requests.length;
       }
     }
     throw new PolicyUnavailableError(

@@ -13,8 +13,10 @@
  * maxBatch capped (default 32) one blocking run() stays in the low milliseconds — far below any
  * heartbeat or HTTP timeout — while a child process would add a copy of every 49 KB observation over
  * IPC. For a much wider spec, lower maxBatch (the cap is what bounds the event-loop stall).
- * What does cost main-thread time is screenshot decoding (≈1–2 ms per request, more than the forward
- * pass); `preprocessThreads` moves it to worker threads (pure JS there, no ORT: rollout/preprocess.ts).
+ * What does cost main-thread time is screenshot decoding (≈1–3 ms per PNG, ten times the forward pass
+ * per sample). So the fast path takes the observation already encoded by the sender (the env worker,
+ * which holds the screenshot anyway): the engine only checks its shape and values and packs it. PNG
+ * observations still work; `preprocessThreads` moves their decoding to worker threads (rollout/preprocess.ts).
  */
 import type { CanonicalAction } from '../schemas/actions';
 import type { ObjectStore } from '../storage/object-store';
@@ -22,21 +24,28 @@ import { renderUiTarsResponse, uiTarsCoordSpace } from '../actions/uitars';
 import { actionFromIndex, actionMask } from '../policy/action-space';
 import { encodeInstruction } from '../policy/observation';
 import { sampleAction } from '../policy/sampling';
-import { createInferenceSession, packBatch, type ObservationRow, type PolicyInference } from '../policy/session';
-import { MASK_OFF, numActions, type PolicySpec } from '../policy/spec';
+import { createInferenceSession, type ObservationRow, type PolicyInference } from '../policy/session';
+import { IMAGE_CHANNELS, MASK_OFF, numActions, type PolicySpec } from '../policy/spec';
 import type { PolicyWeights } from '../policy/weights';
+import { BatchBuffers } from './batch-buffers';
 import { DynamicBatcher, type BatchEvent } from './batcher';
 import { CheckpointRejectedError, policySpecHash, readCheckpoint } from './checkpoint';
 import type { PolicyHealthResult } from '../activities/policy/types';
 import { inlinePreprocessor, threadPreprocessor, type Preprocessor } from './preprocess';
 
-export interface EngineObservation {
-  png: Uint8Array;
+/**
+ * The screenshot of one act request: a PNG the engine decodes, or the network input already encoded by
+ * the sender (`encodeScreenshot` output, [3,S,S] float32 in [0,1]) plus the screenshot's own size (the
+ * coordinate space of actionText).
+ */
+export type EngineScreenshot = { png: Uint8Array } | { image: Float32Array; width: number; height: number };
+
+export type EngineObservation = EngineScreenshot & {
   instruction: string;
   fields: string[];
   /** Optional extra validity mask [A] (true = allowed), ANDed with the task's own mask. */
   mask?: boolean[];
-}
+};
 
 export interface EngineActOptions {
   seed: number;
@@ -98,11 +107,47 @@ export class PolicyNotReadyError extends Error {
   }
 }
 
-/** A request the server cannot answer as asked (HTTP 400): bad PNG, mask of the wrong length, all actions masked. */
+/**
+ * A request the server cannot answer as asked (HTTP 400): bad PNG, encoded image of the wrong size or
+ * with values outside [0,1], mask of the wrong length, all actions masked. `code` is the HTTP error code.
+ */
 export class BadActRequestError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly code = 'bad_request'
+  ) {
     super(message);
     this.name = 'BadActRequestError';
+  }
+}
+
+/**
+ * How densely checkEncodedImage range-checks values. A full scan of the 12k values costs a quarter of
+ * the forward pass per sample, and the errors it is there for — a wrong scale (0–255, −1…1), data of
+ * another dtype — show in almost every value. NaN and ±∞, which a spot check could miss,
+ * are caught exactly from the output instead (PolicyEngine.act): they make that row's entropy non-finite.
+ */
+const RANGE_CHECK_STRIDE = 16;
+
+/**
+ * Checks an encoded screenshot against the served spec: 3·S·S values, spot-checked to lie in [0,1].
+ * `field` names it in the error.
+ */
+export function checkEncodedImage(image: Float32Array, imageSize: number, field = 'observation.encoded'): void {
+  const want = IMAGE_CHANNELS * imageSize * imageSize;
+  if (image.length !== want)
+    throw new BadActRequestError(
+      `${field} holds ${image.length} float32 values; this policy's input is [${IMAGE_CHANNELS},${imageSize},${imageSize}] = ${want} values (encode the screenshot with imageSize ${imageSize})`,
+      'bad_encoded_observation'
+    );
+  for (let i = 0; i < image.length; i += RANGE_CHECK_STRIDE) {
+    const v = image[i]!;
+    // Written so that NaN fails too.
+    if (!(v >= 0 && v <= 1))
+      throw new BadActRequestError(
+        `${field} value ${i} is ${v}; encoded pixels must be in [0,1] (encodeScreenshot's output)`,
+        'bad_encoded_observation'
+      );
   }
 }
 
@@ -146,6 +191,8 @@ export class PolicyEngine {
   /** Instruction encodings are reused across the steps and episodes of a task. */
   private readonly textCache = new Map<string, Float32Array>();
   private readonly pre: Preprocessor;
+  /** Safe to share: the batcher runs one batch at a time (see rollout/batch-buffers.ts). */
+  private readonly buffers: BatchBuffers;
 
   constructor(opts: EngineOptions) {
     this.serverId = opts.serverId;
@@ -155,15 +202,18 @@ export class PolicyEngine {
     this.threads = opts.threads ?? 1;
     const pt = opts.preprocessThreads ?? 0;
     this.pre = pt > 0 ? threadPreprocessor(opts.spec, pt) : inlinePreprocessor(opts.spec);
+    const maxBatch = opts.maxBatch ?? 32;
     this.batcher = new DynamicBatcher<ObservationRow, BatchOut>(
       { run: (rows) => this.runBatch(rows) },
       {
-        maxBatch: opts.maxBatch ?? 32,
+        maxBatch,
         maxWaitMs: opts.maxWaitMs ?? 2,
         ...(opts.maxQueue !== undefined ? { maxQueue: opts.maxQueue } : {}),
       },
       opts.onBatch
     );
+    // After the batcher, which refuses a bad maxBatch with a clear message.
+    this.buffers = new BatchBuffers(opts.spec, maxBatch);
   }
 
   get served(): ServedModel | undefined {
@@ -197,7 +247,7 @@ export class PolicyEngine {
     if (!model) throw new PolicyNotReadyError(this.serverId);
     model.users += 1;
     try {
-      const out = await model.session.run(packBatch(this.spec, rows));
+      const out = await model.session.run(this.buffers.pack(rows));
       const A = numActions(this.spec);
       return rows.map((_, i) => ({
         logp: out.logp.slice(i * A, (i + 1) * A),
@@ -240,15 +290,29 @@ export class PolicyEngine {
   /** One step's decision. Concurrent calls are batched together. */
   async act(obs: EngineObservation, opts: EngineActOptions): Promise<ActAnswer> {
     if (!this.current) throw new PolicyNotReadyError(this.serverId);
-    const size = pngSize(obs.png);
+    let size: { width: number; height: number };
     let image: Float32Array;
-    try {
-      image = await this.pre.encode(obs.png);
-    } catch (err) {
-      throw new BadActRequestError(`cannot decode the PNG: ${(err as Error).message}`);
+    if ('image' in obs) {
+      checkEncodedImage(obs.image, this.spec.imageSize);
+      size = { width: obs.width, height: obs.height };
+      image = obs.image;
+    } else {
+      size = pngSize(obs.png);
+      try {
+        image = await this.pre.encode(obs.png);
+      } catch (err) {
+        throw new BadActRequestError(`cannot decode the PNG: ${(err as Error).message}`);
+      }
     }
     const row: ObservationRow = { obs: image, text: this.encodeText(obs.instruction), mask: this.encodeMask(obs) };
     const out = await this.batcher.submit(row);
+    // Rows of a batch are computed independently, so a NaN or ∞ sent in an encoded image spoils only
+    // its own row: refuse that request (a PNG cannot carry one).
+    if ('image' in obs && !Number.isFinite(out.entropy))
+      throw new BadActRequestError(
+        "the policy's output for observation.encoded is not finite: the image holds NaN or ∞ values",
+        'bad_encoded_observation'
+      );
     const sample = sampleAction(out.logp, {
       seed: opts.seed >>> 0,
       temperature: opts.temperature,

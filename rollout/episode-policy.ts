@@ -6,12 +6,28 @@
  * Register in the env worker: `policies: { ...builtinPolicies(), ...rolloutPolicyFactories() }`, then
  * runEpisode input `policy: { kind: 'embedded', endpoints: [...policy server URLs], temperature }`.
  */
-import type { EpisodePolicy, PolicyFactory } from '../activities/env/policy';
-import { PolicyServerClient, type PolicyClientOptions } from './client';
+import type { EpisodePolicy, PolicyFactory, PolicyObservation } from '../activities/env/policy';
+import { PolicyRequestError, PolicyServerClient, type PolicyClientOptions } from './client';
+import { encodeScreenshotImage, type EncodedImage } from './act-wire';
 
 export interface EmbeddedPolicyDefaults extends Partial<Omit<PolicyClientOptions, 'endpoints'>> {
   /** Returns the bearer token when none is given (e.g. () => resolvePolicyToken({...})); read lazily. */
   tokenProvider?: () => string;
+}
+
+/**
+ * The screenshot as the policy server wants it. Once the client knows the served input size (every
+ * answer names it), the env worker encodes the screenshot itself — it holds the PNG anyway, and env
+ * workers scale out while a policy server's main thread is shared by every env — so the server only
+ * packs batches. Until then (the client's first request), the PNG goes as is.
+ */
+function screenshotForServer(
+  obs: PolicyObservation,
+  inputSize: number | undefined
+): { pngBase64: string } | { encoded: EncodedImage } {
+  if (inputSize === undefined)
+    return { pngBase64: Buffer.from(obs.png.buffer, obs.png.byteOffset, obs.png.byteLength).toString('base64') };
+  return { encoded: encodeScreenshotImage(obs.png, obs, inputSize) };
 }
 
 export function createEmbeddedPolicy(client: PolicyServerClient, opts: { greedy?: boolean } = {}): EpisodePolicy {
@@ -19,16 +35,21 @@ export function createEmbeddedPolicy(client: PolicyServerClient, opts: { greedy?
     async act(obs, { seed, temperature }) {
       // Temperature 0 means "greedy" in campaign configs (evaluation); the server wants T > 0 to sample.
       const greedy = opts.greedy === true || temperature <= 0;
-      const a = await client.act({
-        observation: {
-          pngBase64: Buffer.from(obs.png.buffer, obs.png.byteOffset, obs.png.byteLength).toString('base64'),
-          instruction: obs.instruction,
-          fields: obs.fields,
-        },
+      const request = (inputSize: number | undefined) => ({
+        observation: { ...screenshotForServer(obs, inputSize), instruction: obs.instruction, fields: obs.fields },
         seed: seed >>> 0,
         temperature: greedy ? 1 : temperature,
         greedy,
       });
+      let a;
+      try {
+        a = await client.act(request(client.inputSize));
+      } catch (err) {
+        // The fleet changed to another input size since the last answer: send the PNG this once
+        // (its answer teaches the client the new size).
+        if (!(err instanceof PolicyRequestError && err.code === 'input_size_mismatch')) throw err;
+        a = await client.act(request(undefined));
+      }
       return {
         action: a.action,
         actionText: a.actionText,

@@ -1,6 +1,13 @@
 /** Rollout service: policy server internals (engine, batcher, HTTP), checkpoints, and the env-side client. */
 export * from './api';
 export {
+  encodeScreenshotImage,
+  float32ToBase64,
+  packActCall,
+  type EncodedImage,
+  type OutgoingActRequest,
+} from './act-wire';
+export {
   DynamicBatcher,
   BatcherClosedError,
   BatcherOverloadedError,
@@ -23,6 +30,7 @@ export {
   PolicyEngine,
   PolicyNotReadyError,
   BadActRequestError,
+  checkEncodedImage,
   type EngineOptions,
   type EngineHealth,
   type ReloadResult,

@@ -1,8 +1,9 @@
 /**
- * Screenshot preprocessing for the policy server: PNG decode + area downsample to the network input.
- * It costs ≈1–2 ms per 160×160 screenshot — ten times the batched forward pass per sample — so on the
- * main thread it, not onnxruntime, bounds a server's throughput and delays heartbeats. The thread pool
- * moves it off the event loop and onto spare cores; `threads: 0` keeps it inline (tests, 1-core hosts).
+ * Screenshot preprocessing for the policy server: PNG decode + area downsample to the network input,
+ * for observations sent as PNGs (the env worker's EpisodePolicy sends them encoded already, see
+ * rollout/act-wire.ts). It costs ≈1–2 ms per 160×160 screenshot — ten times the batched forward pass per
+ * sample — so on the main thread it, not onnxruntime, bounds a server's throughput and delays heartbeats.
+ * The thread pool moves it off the event loop and onto spare cores; `threads: 0` keeps it inline.
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';

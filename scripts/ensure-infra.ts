@@ -1,13 +1,25 @@
 /**
- * What `npm start` and `npm test` do first: install missing servers (infra/install.sh, idempotent and
- * quick when everything is there) and bring them up (reusing running ones). Prints the endpoints.
+ * What `npm start`, `npm test` and `npm run bench` do first: install missing servers (infra/install.sh,
+ * idempotent and quick when everything is there) and bring them up (reusing running ones). Prints the
+ * endpoints, and remembers which servers this call started, so a one-shot command can stop exactly those.
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { describeEndpoints, infraUp } from '../infra/services';
+import { describeEndpoints, infraUp, stopService, type ServiceHandle } from '../infra/services';
 import { loadInfraSettings, PROJECT_ROOT, type InfraSettings } from '../infra/settings';
 
-export async function ensureInfra(opts: { quiet?: boolean } = {}): Promise<InfraSettings> {
+/** What identifies each server's process in its command line (as infra/services.ts's infraDown checks). */
+const CMDLINE_MARKERS: Record<ServiceHandle['name'], string> = { temporal: 'start-dev', minio: 'minio' };
+
+export interface InfraSession {
+  settings: InfraSettings;
+  /** Servers this call started (not reused, not external). */
+  startedHere: ServiceHandle['name'][];
+  /** Stops the servers this call started; servers that were already running keep running. */
+  stopStartedHere(): Promise<ServiceHandle['name'][]>;
+}
+
+export async function ensureInfraSession(opts: { quiet?: boolean } = {}): Promise<InfraSession> {
   const install = spawnSync('bash', [path.join(PROJECT_ROOT, 'infra', 'install.sh')], {
     stdio: opts.quiet ? ['ignore', 'pipe', 'inherit'] : 'inherit',
     env: process.env,
@@ -20,5 +32,18 @@ export async function ensureInfra(opts: { quiet?: boolean } = {}): Promise<Infra
     console.log(`[infra] ${h.name}: ${how}`);
   }
   for (const line of describeEndpoints(settings)) console.log(`[infra] ${line}`);
-  return settings;
+  const startedHere = handles.filter((h) => !h.reused && !h.external).map((h) => h.name);
+  return {
+    settings,
+    startedHere,
+    async stopStartedHere() {
+      const stopped: ServiceHandle['name'][] = [];
+      for (const name of startedHere) if (await stopService(settings, name, CMDLINE_MARKERS[name])) stopped.push(name);
+      return stopped;
+    },
+  };
+}
+
+export async function ensureInfra(opts: { quiet?: boolean } = {}): Promise<InfraSettings> {
+  return (await ensureInfraSession(opts)).settings;
 }

@@ -11,10 +11,22 @@ import { writeSvgAsPng } from '../lib/charts';
 import { keys } from '../storage/keys';
 import { ensureInfra } from './ensure-infra';
 import { campaignCurveSvg, runQuickstartCampaign } from './lib/quickstart-campaign';
+import { runViewer } from '../viewer/main';
+
+/** The viewer on its usual port, or any free one when that is taken (another viewer, another user). */
+async function startQuickstartViewer() {
+  try {
+    return await runViewer(['--quiet']);
+  } catch {
+    return runViewer(['--quiet', '--port', '0']);
+  }
+}
 
 async function main(): Promise<void> {
   const started = Date.now();
   const settings = await ensureInfra();
+  const viewer = await startQuickstartViewer();
+  console.log(`[start] viewer (trajectories, curves, ledger while the campaign runs): ${viewer.loginUrl}`);
   const { config, result, uiLink } = await runQuickstartCampaign(settings, process.argv.slice(2));
   const outDir = path.join(settings.dataDir, 'results', config.campaign.id);
   fs.mkdirSync(outDir, { recursive: true });
@@ -50,6 +62,10 @@ async function main(): Promise<void> {
     `checkpoints:  s3://${settings.s3.bucket}/${keys.checkpointPrefix(config.campaign.id)}  ledger: s3://${settings.s3.bucket}/${keys.ledgerPrefix(config.campaign.id)}`
   );
   console.log(`learning curve: ${pngFile}`);
+  console.log(
+    `viewer: ${viewer.url}/campaigns/${encodeURIComponent(config.campaign.id)} (log in with ${viewer.loginUrl}; it stops with this command, \`npx dartflow viewer\` serves it again)`
+  );
+  await viewer.close();
 }
 
 main().catch((err: unknown) => {

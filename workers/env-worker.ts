@@ -75,7 +75,10 @@ export async function createEnvWorker(opts: EnvWorkerOptions = {}): Promise<EnvW
         await connection.close();
       }
     },
-    shutdown: () => worker.shutdown(),
+    // A second stop request (SIGINT then SIGTERM, or the parent watch) must not throw "shutdown called twice".
+    shutdown: () => {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+    },
   };
 }
 

@@ -10,7 +10,9 @@ export function runWorkerMain(
 ): void {
   const main = async () => {
     const worker = await create(loadInfraSettings());
-    exitWithParent(() => worker.shutdown());
+    exitWithParent(() => {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+    });
     console.log(`[${role}] polling task queue "${taskQueue}"`);
     await worker.run();
   };

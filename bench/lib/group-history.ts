@@ -1,33 +1,34 @@
 /**
  * Task-group timing as Temporal recorded it: from a group workflow's event history, when the workflow
- * started and completed and when its runEpisodes activity was scheduled, picked up and completed.
+ * started and completed, and when its episode activities were scheduled (the first), picked up (the
+ * first) and completed (the last). Each episode is its own `runEpisode` activity (the unit of
+ * scheduling); histories of older builds with one batched `runEpisodes` activity read the same way.
  */
 import { tsToMs } from '@temporalio/common/lib/time';
 import type { Client } from '@temporalio/client';
 import type { GroupHistoryTimes } from './overhead-metrics';
 
+const EPISODE_ACTIVITIES = new Set(['runEpisode', 'runEpisodes']);
+
 export async function groupHistoryTimes(client: Client, groupId: string): Promise<GroupHistoryTimes | null> {
   const history = await client.workflow.getHandle(groupId).fetchHistory();
   const t: Partial<GroupHistoryTimes> = { groupId };
-  let runEpisodesId: string | undefined;
+  const episodeActivities = new Set<string>();
   for (const e of history.events ?? []) {
     const at = tsToMs(e.eventTime);
     if (e.workflowExecutionStartedEventAttributes) t.workflowStartedAt = at;
     else if (e.workflowExecutionCompletedEventAttributes) t.workflowCompletedAt = at;
-    else if (
-      e.activityTaskScheduledEventAttributes?.activityType?.name === 'runEpisodes' &&
-      t.activityScheduledAt === undefined
-    ) {
-      t.activityScheduledAt = at;
-      runEpisodesId = String(e.eventId);
+    else if (EPISODE_ACTIVITIES.has(e.activityTaskScheduledEventAttributes?.activityType?.name ?? '')) {
+      t.activityScheduledAt ??= at;
+      episodeActivities.add(String(e.eventId));
     } else if (
       e.activityTaskStartedEventAttributes &&
-      String(e.activityTaskStartedEventAttributes.scheduledEventId) === runEpisodesId
+      episodeActivities.has(String(e.activityTaskStartedEventAttributes.scheduledEventId))
     ) {
-      t.activityStartedAt = at;
+      t.activityStartedAt ??= at;
     } else if (
       e.activityTaskCompletedEventAttributes &&
-      String(e.activityTaskCompletedEventAttributes.scheduledEventId) === runEpisodesId
+      episodeActivities.has(String(e.activityTaskCompletedEventAttributes.scheduledEventId))
     ) {
       t.activityCompletedAt = at;
     }

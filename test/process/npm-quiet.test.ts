@@ -1,0 +1,35 @@
+/**
+ * A newcomer's first commands print only dartflow's own output: no "npm warn Unknown project config"
+ * (a custom key in .npmrc), while onnxruntime-node's postinstall — which downloads the CUDA provider on
+ * linux/x64 — still never runs at install time.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
+import { PROJECT_ROOT } from '../../infra/settings';
+
+function run(command: string, args: string[]): { stdout: string; stderr: string; status: number | null } {
+  const r = spawnSync(command, args, { cwd: PROJECT_ROOT, encoding: 'utf8', timeout: 120_000 });
+  return { stdout: r.stdout, stderr: r.stderr, status: r.status };
+}
+
+test('`npx dartflow --help` prints the usage and no npm warning', () => {
+  const r = run('npx', ['--no-install', 'dartflow', '--help']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^usage: dartflow <command>/);
+  assert.doesNotMatch(r.stderr, /npm warn/i);
+  assert.equal(r.stderr, '');
+});
+
+test('npm reads the project config without warnings (what `npm start` and `npm test` load first)', () => {
+  const r = run('npm', ['run']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /\bstart\b[\s\S]*\btest\b/, 'the scripts are listed');
+  assert.doesNotMatch(r.stderr, /npm warn/i);
+});
+
+test('dependency install scripts stay off, so `npm ci` never fetches the CUDA build of onnxruntime-node', () => {
+  const r = run('npm', ['config', 'get', 'ignore-scripts']);
+  assert.equal(r.stdout.trim(), 'true');
+  assert.doesNotMatch(r.stderr, /npm warn/i);
+});
