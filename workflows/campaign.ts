@@ -381,6 +381,9 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
 
   // ---- carrying actions out ---------------------------------------------------------------------------
   const policyKind = () => (s.config.policy.kind === 'vlm' ? 'uitars' : 'embedded');
+  /** A VLM campaign names the model its vLLM servers serve (policy.vlmModel; dartflow's vLLM workers serve "dartflow"). */
+  const policyOptions = (): Record<string, unknown> =>
+    s.config.policy.kind === 'vlm' ? { model: s.config.policy.vlmModel ?? 'dartflow' } : {};
 
   async function startGroup(plan: GroupPlan): Promise<void> {
     try {
@@ -402,6 +405,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
               endpoints: s.endpoints.map((e) => e.url),
               temperature: s.config.rollout.temperature,
               versionHint: s.policyVersion,
+              options: policyOptions(),
             },
             // Look a pooled success up only when the pool holds one for this task (saves a MinIO list and
             // a local activity per all-failed group while the pool is still empty).
@@ -487,6 +491,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
             servedVersions: s.servedVersions,
             gate: gateFor(a.version),
             policyKind: policyKind(),
+            policyOptions: policyOptions(),
           },
         ],
       });
@@ -514,6 +519,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
             episodesPerTask: s.config.eval.episodesPerTask,
             endpoints: s.endpoints.map((e) => e.url),
             policyKind: policyKind(),
+            policyOptions: policyOptions(),
             atEpisodes: s.episodes,
             startedAtMs: s.startedAtMs,
             successThreshold: s.config.campaign.successThreshold,

@@ -17,6 +17,8 @@ export interface EvaluateInput {
   episodesPerTask: number;
   endpoints: string[];
   policyKind: string;
+  /** Extra policy options (e.g. the served model name of a VLM); greedy decoding is always added. */
+  policyOptions?: Record<string, unknown>;
   atEpisodes: number;
   startedAtMs: number;
   /** reward ≥ this is a success; default 1.0 (campaign.successThreshold). */
@@ -55,7 +57,7 @@ export async function evaluateWorkflow(input: EvaluateInput): Promise<EvalPoint>
       endpoints: input.endpoints,
       versionHint: input.version,
       temperature: 0,
-      options: { greedy: true },
+      options: { ...input.policyOptions, greedy: true },
     },
     source: 'rollout' as const,
   });

@@ -34,8 +34,9 @@ export interface ModelRolloutInput {
   /** serverId → version served before this rollout (the rollback target). */
   servedVersions: Record<string, number>;
   gate: { tasks: EvaluateInput['tasks']; episodesPerTask: number; baseline: number; maxDrop: number } | null;
-  /** Policy kind the gate's episodes use (embedded, uitars). */
+  /** Policy kind the gate's episodes use (embedded, uitars), and its options (e.g. the served model name). */
   policyKind?: string;
+  policyOptions?: Record<string, unknown>;
 }
 
 export interface ModelRolloutResult {
@@ -125,6 +126,7 @@ export async function modelRolloutWorkflow(input: ModelRolloutInput): Promise<Mo
             episodesPerTask: input.gate.episodesPerTask,
             endpoints: [server.url],
             policyKind: input.policyKind ?? 'embedded',
+            ...(input.policyOptions ? { policyOptions: input.policyOptions } : {}),
             atEpisodes: 0,
             startedAtMs: 0,
             record: false,

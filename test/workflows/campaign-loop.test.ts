@@ -11,6 +11,7 @@ import {
   adoptTrainedVersion,
   applyRolloutOutcome,
   bufferCapacity,
+  campaignStatus,
   episodesInFlight,
   initialCampaignState,
   recordGroup,
@@ -328,4 +329,16 @@ test('carried state: validated, versioned, migrated from v1, compact', () => {
     trimBuffer(big);
   }
   assert.ok(stateBytes(big) < 200 * 1024, `carried state ${stateBytes(big)} bytes`);
+});
+
+test('a pause is visible in the status during the warm start too, and resume clears it', () => {
+  const s = state();
+  s.phase = 'warm-start';
+  s.paused = true;
+  assert.equal(campaignStatus(s).phase, 'paused');
+  s.paused = false;
+  assert.equal(campaignStatus(s).phase, 'warm-start');
+  s.phase = 'draining';
+  s.paused = true;
+  assert.equal(campaignStatus(s).phase, 'draining', 'a stop in progress is not hidden by a pause');
 });
