@@ -20,7 +20,7 @@ export interface LocalWorkersOptions {
   roles?: Role[];
   envWorkers?: number;
   envSlots?: number;
-  envKind?: 'browser' | 'simulated' | 'remote';
+  envKind?: 'browser' | 'simulated' | 'remote' | 'osworld';
   simulatedProfile?: string;
   /** Simulated env latency multiplier (DARTFLOW_ENV_TIME_SCALE; CampaignConfig env.simulatedTimeScale). */
   simulatedTimeScale?: number;

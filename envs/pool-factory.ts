@@ -5,6 +5,8 @@
 import { z } from 'zod';
 import { loadInfraSettings } from '../infra/settings';
 import { BrowserEnvPool } from './browser/pool';
+import { OsworldEnvOptionsSchema, osworldOptionsFromEnv } from './osworld/config';
+import { OsworldEnvPool } from './osworld/pool';
 import { RemoteEnvPool } from './remote/client';
 import { SimulatedEnvPool, SIM_PROFILES } from './simulated';
 import type { EnvPool } from './types';
@@ -33,6 +35,11 @@ export const EnvPoolConfigSchema = z.discriminatedUnion('kind', [
     url: z.url(),
     token: z.string().min(1).optional(),
   }),
+  // OSWorld VMs leased from a GUI-Docker-Env cluster (docs/osworld.md).
+  OsworldEnvOptionsSchema.extend({
+    kind: z.literal('osworld'),
+    slots: z.number().int().min(1).max(1000).default(4),
+  }),
 ]);
 export type EnvPoolConfig = z.input<typeof EnvPoolConfigSchema>;
 
@@ -56,12 +63,14 @@ export function createEnvPool(config: EnvPoolConfig): EnvPool {
     }
     case 'remote':
       return new RemoteEnvPool({ slots: c.slots, baseUrl: c.url, ...(c.token ? { token: c.token } : {}) });
+    case 'osworld':
+      return new OsworldEnvPool(c);
   }
 }
 
 /**
  * Pool config from environment variables (DARTFLOW_ENV_KIND, _SLOTS, _PROFILE, _TIME_SCALE,
- * _BERNOULLI_REWARD, _URL, _TOKEN).
+ * _BERNOULLI_REWARD, _URL, _TOKEN; for `osworld` the DARTFLOW_OSWORLD_* variables of docs/osworld.md).
  */
 export function envPoolConfigFromEnv(env: NodeJS.ProcessEnv = process.env): EnvPoolConfig {
   const kind = env.DARTFLOW_ENV_KIND ?? 'browser';
@@ -82,6 +91,7 @@ export function envPoolConfigFromEnv(env: NodeJS.ProcessEnv = process.env): EnvP
       url: env.DARTFLOW_ENV_URL ?? '',
       ...(env.DARTFLOW_ENV_TOKEN ? { token: env.DARTFLOW_ENV_TOKEN } : {}),
     };
+  if (kind === 'osworld') return { kind, ...base, ...osworldOptionsFromEnv(env) };
   if (kind === 'browser') return { kind, ...base };
-  throw new Error(`DARTFLOW_ENV_KIND must be browser, simulated or remote, got "${kind}"`);
+  throw new Error(`DARTFLOW_ENV_KIND must be browser, simulated, remote or osworld, got "${kind}"`);
 }

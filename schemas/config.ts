@@ -162,7 +162,12 @@ export const PolicySchema = z
 
 export const EnvSchema = z
   .strictObject({
-    kind: z.enum(['browser', 'remote', 'simulated']).default('browser').describe('Env implementation.'),
+    kind: z
+      .enum(['browser', 'remote', 'simulated', 'osworld'])
+      .default('browser')
+      .describe(
+        'Env implementation. osworld = OSWorld VMs leased from a GUI-Docker-Env cluster (env workers read DARTFLOW_OSWORLD_*; docs/osworld.md).'
+      ),
     workers: posInt.default(1).describe('Env worker processes started by `dartflow workers`.'),
     slotsPerWorker: posInt.default(4).describe('Envs (browser contexts) per env worker.'),
     remoteEndpoint: z.url().optional().describe('Env server URL when kind = remote.'),
