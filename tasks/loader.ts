@@ -18,6 +18,13 @@ import { DEFAULT_INDEX_FILE, planFromIndex, planFromListing, type PlannedTask } 
 
 export const TASKS_DIR = __dirname;
 export const DEFS_DIR = path.join(TASKS_DIR, 'defs');
+/** MiniWoB++ task definitions (ids `miniwob.<task>`; the pages come from the pinned package, docs/miniwob.md). */
+export const MINIWOB_DEFS_DIR = path.join(TASKS_DIR, 'miniwob', 'defs');
+
+/** Where a named suite's task id is defined: dartflow's own tasks, else the MiniWoB++ ones. */
+function defsDirOf(id: string): string {
+  return fs.existsSync(path.join(DEFS_DIR, `${id}.json`)) ? DEFS_DIR : MINIWOB_DEFS_DIR;
+}
 export const SUITES_DIR = path.join(TASKS_DIR, 'suites');
 
 function fieldPath(p: readonly PropertyKey[]): string {
@@ -151,7 +158,7 @@ export function loadSuite(spec: string, opts: { suitesDir?: string; defsDir?: st
       'campaign.suite'
     );
   const suite = parseWith(SuiteSchema, readJson(file), file);
-  return { ...suite, taskSpecs: suite.tasks.map((id) => loadTask(id, opts.defsDir)) };
+  return { ...suite, taskSpecs: suite.tasks.map((id) => loadTask(id, opts.defsDir ?? defsDirOf(id))) };
 }
 
 /** Relative "/" paths of the JSON files under `root`, at most `depth` folders down (OSWorld: examples/<domain>/<id>.json). */

@@ -5,12 +5,14 @@
  */
 import type { BrowserContext, CDPSession, Page } from 'playwright-core';
 import { CanonicalActionSchema, type CanonicalAction } from '../../schemas/actions';
+import { miniwobPageOf, MINIWOB_SCREEN } from '../../tasks/miniwob/spec';
 import { taskPageHtml } from '../../tasks/pages';
 import type { TaskSpec } from '../../tasks/schema';
 import { EnvCrashedError, EnvError, TaskConfigError, withTimeout } from '../errors';
 import type { EvalResult, GuiEnv, Observation, ResetResult, StepResult } from '../types';
 import { executeAction } from './executor';
 import type { BrowserHost } from './host';
+import { loadMiniwobPage, miniwobPageKey, parkMouse } from './miniwob/page';
 
 export interface BrowserEnvOptions {
   width?: number;
@@ -33,7 +35,10 @@ export class BrowserEnv implements GuiEnv {
   private context: BrowserContext | null = null;
   private page: Page | null = null;
   private cdp: CDPSession | null = null;
+  /** The page loaded now: a dartflow family, or a MiniWoB++ page key (miniwob/page.ts). */
   private family: string | null = null;
+  /** The current screen: the env's size for dartflow pages, 160×210 for MiniWoB++ pages. */
+  private screen: { width: number; height: number };
   private crashed = false;
   private agentEnded = false;
   readonly width: number;
@@ -48,6 +53,7 @@ export class BrowserEnv implements GuiEnv {
     this.width = opts.width ?? 160;
     this.height = opts.height ?? 160;
     this.timeoutMs = opts.opTimeoutMs ?? 15_000;
+    this.screen = { width: this.width, height: this.height };
   }
 
   /** True when this env has seen its page or browser die (the pool discards it on release). */
@@ -104,13 +110,27 @@ export class BrowserEnv implements GuiEnv {
   }
 
   async reset(task: TaskSpec, seed: number): Promise<ResetResult> {
-    const html = taskPageHtml(task.family); // TaskConfigError for an unknown family, before touching the browser
+    // A real MiniWoB++ page (tasks/miniwob/spec.ts) or one of dartflow's own. Either way a TaskConfigError
+    // for a bad task (unknown family, a page the miniwob package lacks) comes before touching the browser.
+    const miniwob = miniwobPageOf(task);
+    const pageKey = miniwob ? miniwobPageKey(miniwob, task.id) : task.family;
+    const html = miniwob ? '' : taskPageHtml(task.family);
+    const screen = miniwob ? { ...MINIWOB_SCREEN } : { width: this.width, height: this.height };
     const { instruction, fields } = await this.guard('reset', async () => {
       const page = await this.ensurePage();
-      if (this.family !== task.family) {
-        await page.setContent(html, { waitUntil: 'load' });
-        this.family = task.family;
+      if (this.family !== pageKey) {
+        // Leaving a MiniWoB page: a fresh document, so none of its timers outlive it.
+        if (this.family?.startsWith('miniwob:')) await page.goto('about:blank');
+        if (miniwob) await loadMiniwobPage(page, miniwob, this.timeoutMs);
+        else {
+          const vp = page.viewportSize();
+          if (vp?.width !== screen.width || vp.height !== screen.height) await page.setViewportSize(screen);
+          await page.setContent(html, { waitUntil: 'load' });
+        }
+        this.family = pageKey;
       }
+      if (miniwob) await parkMouse(page);
+      this.screen = screen;
       return page.evaluate(
         (s) => (globalThis as unknown as { reset(s: number): { instruction: string; fields: string[] } }).reset(s),
         seed
@@ -127,7 +147,7 @@ export class BrowserEnv implements GuiEnv {
       const shot = (await cdp.send('Page.captureScreenshot', { format: 'png', optimizeForSpeed: true })) as {
         data: string;
       };
-      return { png: Buffer.from(shot.data, 'base64'), width: this.width, height: this.height };
+      return { png: Buffer.from(shot.data, 'base64'), width: this.screen.width, height: this.screen.height };
     });
   }
 
@@ -141,7 +161,7 @@ export class BrowserEnv implements GuiEnv {
     return this.guard('step', async () => {
       const page = this.page;
       if (!page) throw new EnvCrashedError(`${this.id}: step before reset`, this.id);
-      const res = await executeAction(page, action, { width: this.width, height: this.height });
+      const res = await executeAction(page, action, this.screen);
       if (action.type === 'finished' || action.type === 'call_user') this.agentEnded = true;
       const st = await this.pageState();
       return { done: st.done || this.agentEnded, actionOk: res.ok, ...(res.ok ? {} : { error: res.error }) };

@@ -16,7 +16,7 @@ import {
 } from '../../tasks';
 
 test('suites tier1, tier2, all and quickstart load and cover every family', () => {
-  assert.deepEqual(listSuites(), ['all', 'quickstart', 'tier1', 'tier2']);
+  assert.deepEqual(listSuites(), ['all', 'miniwob', 'miniwob-easy', 'quickstart', 'tier1', 'tier2']);
   const all = loadSuite('all');
   assert.deepEqual(new Set(all.taskSpecs.map((t) => t.family)), new Set(TASK_FAMILIES));
   assert.ok(loadSuite('tier1').taskSpecs.every((t) => t.tier === 1));

@@ -1,0 +1,3 @@
+export * from './package';
+export * from './page';
+export * from './serve';

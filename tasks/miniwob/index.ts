@@ -1,0 +1,3 @@
+export * from './spec';
+export * from './oracles';
+export * from './suite';
