@@ -745,12 +745,12 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       await refreshEndpoints();
     }
     if (Object.keys(s.servedVersions).length === 0) s.pendingRollout = s.policyVersion;
+    const rolled = (): Promise<boolean> => condition(() => s.rollout === null || s.stopRequested, '10 minutes');
     if (s.config.policy.bcWarmStartEpisodes > 0 && !s.stopRequested) {
       // v0 is rolled out and evaluated (the curve's first point) while the demonstrations run; then the
       // cloned version is rolled out before RL starts, and evaluated at once (the RL start point).
       s.phase = 'warm-start';
       publish();
-      const rolled = (): Promise<boolean> => condition(() => s.rollout === null || s.stopRequested, '10 minutes');
       await execute([beginRollout(s, Date.now())].filter((a): a is CampaignAction => a !== null));
       await rolled();
       const served = Object.values(s.servedVersions)[0] ?? s.policyVersion;
@@ -760,6 +760,11 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       await rolled();
       s.rolloutsSinceEval = Math.max(s.rolloutsSinceEval, s.config.eval.everyVersions);
       s.phase = 'running';
+    } else if (!s.stopRequested && patched('campaign-v0-served-before-rollouts')) {
+      // Without a warm start too, v0 is served before the first group samples (a server with no model
+      // would fail every episode of the first groups).
+      await execute([beginRollout(s, Date.now())].filter((a): a is CampaignAction => a !== null));
+      await rolled();
     }
   }
 
