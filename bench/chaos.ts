@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { runChaosCampaign, type ChaosRunReport } from '../infra/chaos';
 import { PROJECT_ROOT } from '../infra/settings';
+import { benchOutDir } from './lib/output';
 
 const arg = (args: string[], name: string): string | undefined =>
   args.includes(name) ? args[args.indexOf(name) + 1] : undefined;
@@ -29,7 +30,7 @@ export async function benchChaos(args: string[]): Promise<void> {
     recoveryTimeoutMs: 300_000,
     log: (line) => console.log(`[bench chaos ${((Date.now() - t0) / 1000).toFixed(0)}s] ${line}`),
   });
-  const out = path.join(PROJECT_ROOT, 'docs', 'bench', 'chaos.json');
+  const out = path.join(benchOutDir(), 'chaos.json');
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(
     out,

@@ -7,6 +7,7 @@ import { ensureInfraSession } from '../scripts/ensure-infra';
 import { benchAblation } from './ablation';
 import { benchCharts } from './charts';
 import { benchChaos } from './chaos';
+import { benchControlPlane } from './control-plane';
 import { benchEfficiency } from './efficiency';
 import { benchLearning } from './learning';
 import { benchOutDir, setBenchPublish, shownPath } from './lib/output';
@@ -14,6 +15,7 @@ import { splitPublishFlag } from './lib/output-dir';
 import { benchOverhead } from './overhead';
 import { benchQuickstart } from './quickstart';
 import { benchScale } from './scale';
+import { benchSoak } from './soak';
 
 const SUITES: Record<string, (args: string[]) => Promise<void>> = {
   learning: benchLearning,
@@ -24,13 +26,16 @@ const SUITES: Record<string, (args: string[]) => Promise<void>> = {
   efficiency: benchEfficiency,
   overhead: benchOverhead,
   scale: benchScale,
+  'control-plane': benchControlPlane,
+  soak: benchSoak,
 };
 
 const USAGE = `usage: npm run bench -- <suite> [--publish] [suite options]
 suites: ${Object.keys(SUITES).join(', ')}
   results go to .data/bench/ (git-ignored); --publish writes docs/bench/ (tracked, quoted by docs/benchmarks.md)
   servers this run starts are stopped at the end; servers already running are left running
-(also: npx tsx bench/env-throughput.ts [--publish], npx tsx bench/policy-throughput.ts [--publish])`;
+(also: npx tsx bench/env-throughput.ts [--publish], npx tsx bench/policy-throughput.ts [--publish],
+ npx tsx bench/miniwob.ts [--publish])`;
 
 async function main(): Promise<number> {
   const [suite, ...rest] = process.argv.slice(2);

@@ -6,14 +6,21 @@
  * file) and MinIO (same data dir). Never touches the shared servers of `npm run infra:up`.
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { createPrng, shuffled } from '../algorithms/prng';
 import { readLineage } from '../cli/lineage';
-import { startLocalWorkers, type LocalWorkers, type Role } from '../cli/local-workers';
+import {
+  startLocalWorkers,
+  type LocalChild,
+  type LocalWorkers,
+  type LocalWorkersOptions,
+  type Role,
+} from '../cli/local-workers';
 import type { GroupSummary } from '../schemas/campaign';
 import { StepRecordSchema, TrajectoryManifestSchema, type TrajectoryManifest } from '../schemas/records';
 import { keys } from '../storage/keys';
@@ -32,6 +39,8 @@ import {
 import { minioHealthy, startMinio, startTemporalDevServer, temporalHealthy } from './services';
 import { loadInfraSettings, type InfraSettings } from './settings';
 import { freePort } from './ports';
+import { connectClient } from './temporal-connection';
+import { ORCHESTRATOR_DEPLOYMENT } from '../workers/orchestrator-worker';
 
 export const FAULT_KINDS = ['env', 'policy', 'trainer', 'orchestrator', 'temporal', 'minio'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -115,6 +124,17 @@ export interface ChaosClusterOptions {
   envKind?: 'browser' | 'simulated';
   simulatedProfile?: string;
   envSlots?: number;
+  /** Simulated env latency multiplier and bernoulli success probability (soak: compressed time, fast groups). */
+  simulatedTimeScale?: number;
+  simulatedBernoulliReward?: number;
+  /** Policy servers p0…p(n−1) (default 1); the soak kills one for good and keeps the other. */
+  policyServers?: number;
+  /**
+   * Run the orchestrator under Worker Versioning with this build id (DARTFLOW_BUILD_ID), made current at
+   * start, so `deployOrchestrator` can cut over to a new build as docs/upgrades.md describes. Unset: an
+   * unversioned orchestrator, as before.
+   */
+  orchestratorBuildId?: string;
   /** Keep the private data dir (logs, SQLite, MinIO data) after stop, for debugging. */
   keepData?: boolean;
   /** Echo the roles' output to this process's stdout. */
@@ -128,35 +148,73 @@ const ROLE_OF: Record<'env' | 'policy' | 'trainer' | 'orchestrator', Role> = {
   orchestrator: 'orchestrator',
 };
 
+const running = (c: LocalChild): boolean => c.process.exitCode === null && c.process.signalCode === null;
+
+/** A port p with p … p+n−1 all free a moment ago (policy servers listen on consecutive ports). */
+async function freePortRange(n: number): Promise<number> {
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const srv = net.createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+  for (let attempt = 0; ; attempt++) {
+    const base = await freePort();
+    let ok = true;
+    for (let i = 1; i < n && ok; i++) ok = await free(base + i);
+    if (ok || attempt >= 20) return base;
+  }
+}
+
 /**
- * A private deployment: dev server + MinIO + one process per role, all started here and stopped by PID.
- * `settings` point at the private servers (pass them to DartflowClient.connect / ObjectStore.fromSettings).
+ * A private deployment: dev server + MinIO + one process per role (n policy servers), all started here and
+ * stopped by PID. `settings` point at the private servers (pass them to DartflowClient.connect /
+ * ObjectStore.fromSettings).
  */
 export class ChaosCluster {
   private temporalPid: number | undefined;
   private minioPid: number | undefined;
-  private workersHandle: LocalWorkers | undefined;
+  /** Live groups of role processes: the roles, plus the current orchestrator build when versioned. */
+  private handles: LocalWorkers[] = [];
+  /** The orchestrator's own group when versioned (a deploy replaces it). */
+  private orchestratorHandle: LocalWorkers | undefined;
+  /** Processes stopped on purpose (an old build after a deploy, a server killed for good): not crashes. */
+  private readonly retired = new Set<LocalChild>();
+  /** Which child each role's last kill hit, so the restart brings that one back. */
+  private readonly lastKilled = new Map<FaultKind, string>();
   private constructor(
     readonly settings: InfraSettings,
     readonly dataDir: string,
     readonly dbFile: string,
-    private readonly opts: ChaosClusterOptions
+    private readonly opts: ChaosClusterOptions,
+    private readonly workerOpts: LocalWorkersOptions
   ) {}
 
+  /** The role processes (first group); see `children` for every live one. */
   get workers(): LocalWorkers {
-    if (!this.workersHandle) throw new Error('chaos cluster: workers not started');
-    return this.workersHandle;
+    const h = this.handles[0];
+    if (!h) throw new Error('chaos cluster: workers not started');
+    return h;
   }
+
+  /** Every role process started and not retired (a restarted role appears once, as its newest process). */
+  get children(): LocalChild[] {
+    return this.handles.flatMap((h) => h.children).filter((c) => !this.retired.has(c));
+  }
+
+  /** The orchestrator build currently serving (undefined when unversioned). */
+  orchestratorBuild: string | undefined;
 
   static async start(opts: ChaosClusterOptions = {}): Promise<ChaosCluster> {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dartflow-chaos-'));
-    const [tPort, tUi, mPort, mConsole, policyPort] = [
-      await freePort(),
-      await freePort(),
-      await freePort(),
-      await freePort(),
-      await freePort(),
-    ] as [number, number, number, number, number];
+    const [tPort, tUi, mPort, mConsole] = [await freePort(), await freePort(), await freePort(), await freePort()] as [
+      number,
+      number,
+      number,
+      number,
+    ];
+    const policyServers = opts.policyServers ?? 1;
+    const policyPort = await freePortRange(policyServers);
     const env: NodeJS.ProcessEnv = {
       DARTFLOW_DATA_DIR: dataDir,
       DARTFLOW_TEMPORAL_PORT: String(tPort),
@@ -168,23 +226,36 @@ export class ChaosCluster {
       // never an external cluster: everything here is private
       TEMPORAL_ADDRESS: undefined,
       S3_ENDPOINT: undefined,
+      // a build id inherited from the caller's shell must not version the roles by accident
+      DARTFLOW_BUILD_ID: undefined,
     };
     const settings = loadInfraSettings({ ...process.env, ...env });
     const dbFile = path.join(dataDir, 'temporal', 'chaos.sqlite');
-    const cluster = new ChaosCluster(settings, dataDir, dbFile, opts);
+    const workerOpts: LocalWorkersOptions = {
+      envWorkers: 1,
+      envSlots: opts.envSlots ?? 4,
+      envKind: opts.envKind ?? 'simulated',
+      ...(opts.simulatedProfile ? { simulatedProfile: opts.simulatedProfile } : {}),
+      ...(opts.simulatedTimeScale !== undefined ? { simulatedTimeScale: opts.simulatedTimeScale } : {}),
+      ...(opts.simulatedBernoulliReward !== undefined
+        ? { simulatedBernoulliReward: opts.simulatedBernoulliReward }
+        : {}),
+      policyServers,
+      policyBasePort: policyPort,
+      env,
+      ...(opts.echo ? { echo: true } : {}),
+    };
+    const cluster = new ChaosCluster(settings, dataDir, dbFile, opts, workerOpts);
     try {
       await cluster.startMinio();
       await cluster.startTemporal();
-      cluster.workersHandle = startLocalWorkers(settings, {
-        envWorkers: 1,
-        envSlots: opts.envSlots ?? 4,
-        envKind: opts.envKind ?? 'simulated',
-        ...(opts.simulatedProfile ? { simulatedProfile: opts.simulatedProfile } : {}),
-        policyServers: 1,
-        policyBasePort: policyPort,
-        env,
-        ...(opts.echo ? { echo: true } : {}),
-      });
+      if (!opts.orchestratorBuildId) cluster.handles.push(startLocalWorkers(settings, workerOpts));
+      else {
+        cluster.handles.push(startLocalWorkers(settings, { ...workerOpts, roles: ['policy', 'trainer', 'env'] }));
+        cluster.orchestratorHandle = cluster.startOrchestratorBuild(opts.orchestratorBuildId);
+        // The first versioned build must be made current too, or it receives no tasks (docs/upgrades.md).
+        await cluster.makeOrchestratorBuildCurrent(opts.orchestratorBuildId);
+      }
       return cluster;
     } catch (err) {
       await cluster.stop();
@@ -196,16 +267,79 @@ export class ChaosCluster {
     return path.join(this.dataDir, 'logs');
   }
 
-  /** The PID currently serving a role (one env worker, one policy server, one trainer, one orchestrator). */
+  private startOrchestratorBuild(buildId: string): LocalWorkers {
+    const h = startLocalWorkers(this.settings, {
+      ...this.workerOpts,
+      roles: ['orchestrator'],
+      env: { ...this.workerOpts.env, DARTFLOW_BUILD_ID: buildId },
+      logDir: path.join(this.logDir, `orchestrator-${buildId}`),
+    });
+    this.handles.push(h);
+    return h;
+  }
+
+  /** set-current-version through the client; retried until the build's worker has polled (the version exists). */
+  private async makeOrchestratorBuildCurrent(buildId: string): Promise<void> {
+    const client = await waitFor('a client of the private dev server', () => connectClient(this.settings), 60_000);
+    try {
+      await waitFor(
+        `orchestrator build ${buildId} to become the current version`,
+        async () => {
+          await client.workflowService.setWorkerDeploymentCurrentVersion({
+            namespace: this.settings.temporal.namespace,
+            deploymentName: ORCHESTRATOR_DEPLOYMENT,
+            buildId,
+            identity: 'dartflow-chaos',
+          });
+          return true;
+        },
+        180_000,
+        500
+      );
+      this.orchestratorBuild = buildId;
+    } finally {
+      await client.connection.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * A deploy of the orchestrator under Worker Versioning (docs/upgrades.md "Alternative: Worker Versioning"):
+   * start the new build next to the old one, make it current, then stop the old workers with SIGTERM (their
+   * in-flight activities finish). Returns the PIDs and how long the cut-over took.
+   */
+  async deployOrchestrator(buildId: string): Promise<{ oldPid: number; newPid: number; cutOverMs: number }> {
+    const old = this.orchestratorHandle;
+    if (!old) throw new Error('deployOrchestrator needs a versioned orchestrator (orchestratorBuildId)');
+    const oldPid = this.pidOf('orchestrator') ?? -1;
+    const t0 = Date.now();
+    const next = this.startOrchestratorBuild(buildId);
+    await this.makeOrchestratorBuildCurrent(buildId);
+    const cutOverMs = Date.now() - t0;
+    await old.stop(30_000);
+    for (const c of old.children) this.retired.add(c);
+    this.handles = this.handles.filter((h) => h !== old);
+    this.orchestratorHandle = next;
+    return { oldPid, newPid: next.children[0]?.process.pid ?? -1, cutOverMs };
+  }
+
+  private childOf(kind: 'env' | 'policy' | 'trainer' | 'orchestrator', name?: string): LocalChild | undefined {
+    const of = this.children.filter((c) => c.role === ROLE_OF[kind]);
+    if (name) return of.find((c) => c.name === name);
+    return of.find(running) ?? of[0];
+  }
+
+  /** The PID currently serving a role (the first running process of it: one env worker, trainer, orchestrator). */
   pidOf(kind: FaultKind): number | undefined {
     if (kind === 'temporal') return this.temporalPid;
     if (kind === 'minio') return this.minioPid;
-    const c = this.workers.children.find((x) => x.role === ROLE_OF[kind]);
-    return c?.process.pid;
+    return this.childOf(kind)?.process.pid;
   }
 
-  /** kill -9 the victim by PID and wait until the process is gone; returns the PID killed. */
-  async kill(kind: FaultKind): Promise<number> {
+  /**
+   * kill -9 the victim by PID and wait until the process is gone; returns the PID killed. `name` picks one
+   * process of a role with several (e.g. `policy-p1`); default: the first running one.
+   */
+  async kill(kind: FaultKind, name?: string): Promise<number> {
     if (kind === 'temporal' || kind === 'minio') {
       const pid = kind === 'temporal' ? this.temporalPid : this.minioPid;
       if (pid === undefined) throw new Error(`no ${kind} PID recorded`);
@@ -227,11 +361,11 @@ export class ChaosCluster {
       }
       return pid;
     }
-    const child = this.workers.children.find((x) => x.role === ROLE_OF[kind]);
-    if (!child?.process.pid) throw new Error(`no running ${kind} process`);
+    const child = this.childOf(kind, name);
+    if (!child?.process.pid || !running(child)) throw new Error(`no running ${name ?? kind} process`);
     const pid = child.process.pid;
     const exited = new Promise<void>((resolve) => {
-      if (child.process.exitCode !== null || child.process.signalCode !== null) resolve();
+      if (!running(child)) resolve();
       else child.process.once('exit', () => resolve());
     });
     await killNine(pid);
@@ -240,6 +374,16 @@ export class ChaosCluster {
       throw new Error(
         `${child.name} (PID ${pid}) exited with ${String(child.process.signalCode ?? child.process.exitCode)}, not by SIGKILL`
       );
+    this.lastKilled.set(kind, child.name);
+    return pid;
+  }
+
+  /** kill -9 one process of a role and never bring it back (e.g. a policy server lost for good). */
+  async killForGood(kind: 'env' | 'policy' | 'trainer' | 'orchestrator', name?: string): Promise<number> {
+    const child = this.childOf(kind, name);
+    const pid = await this.kill(kind, name);
+    if (child) this.retired.add(child);
+    this.lastKilled.delete(kind);
     return pid;
   }
 
@@ -247,22 +391,24 @@ export class ChaosCluster {
   async restart(kind: FaultKind): Promise<number> {
     if (kind === 'temporal') return this.startTemporal();
     if (kind === 'minio') return this.startMinio();
-    const child = this.workers.children.find((x) => x.role === ROLE_OF[kind]);
+    const child = this.childOf(kind, this.lastKilled.get(kind));
     if (!child) throw new Error(`no ${kind} process known`);
-    const c = this.workers.restart(child.name);
+    const handle = this.handles.find((h) => h.children.includes(child));
+    if (!handle) throw new Error(`${child.name} belongs to no live group`);
+    const c = handle.restart(child.name);
     if (!c.process.pid) throw new Error(`${child.name} did not start`);
     return c.process.pid;
   }
 
   /** True when the named role's process is running (not exited). */
   roleRunning(kind: 'env' | 'policy' | 'trainer' | 'orchestrator'): boolean {
-    const c = this.workers.children.find((x) => x.role === ROLE_OF[kind]);
-    return Boolean(c && c.process.exitCode === null && c.process.signalCode === null);
+    const c = this.childOf(kind);
+    return Boolean(c && running(c));
   }
 
-  /** Roles that died on their own (not by our SIGKILL): a crash under chaos is a finding. */
+  /** Roles that died on their own (not by our SIGKILL, not retired on purpose): a crash under chaos is a finding. */
   unexpectedExits(): string[] {
-    return this.workers.children
+    return this.children
       .filter((c) => c.process.exitCode !== null && c.process.signalCode !== 'SIGKILL')
       .map((c) => `${c.name} exited with code ${String(c.process.exitCode)}`);
   }
@@ -296,7 +442,7 @@ export class ChaosCluster {
 
   /** Stops every process this cluster started (by PID) and removes the private data dir. */
   async stop(): Promise<void> {
-    await this.workersHandle?.stop().catch(() => undefined);
+    for (const h of this.handles) await h.stop().catch(() => undefined);
     await this.stopServers();
     if (!this.opts.keepData) fs.rmSync(this.dataDir, { recursive: true, force: true });
   }
@@ -312,12 +458,50 @@ export interface HistoryStats {
   activityFailures: number;
   workflowTaskTimeouts: number;
   workflowTaskFailures: number;
+  /** WorkflowTaskFailed events whose cause is non-determinism (a replay that did not match its history). */
+  nondeterminismErrors: number;
+  /** Completed workflow tasks by the Worker Versioning build that ran them ('unversioned' without one). */
+  workflowTasksByBuild: Record<string, number>;
   /** Episodes a batched runEpisodes activity reported as failed (each retried on its own). */
   failedEpisodeOutcomes: number;
 }
 
+export function emptyHistoryStats(): HistoryStats {
+  return {
+    workflows: 0,
+    activityRetries: {},
+    activityTimeouts: 0,
+    activityFailures: 0,
+    workflowTaskTimeouts: 0,
+    workflowTaskFailures: 0,
+    nondeterminismErrors: 0,
+    workflowTasksByBuild: {},
+    failedEpisodeOutcomes: 0,
+  };
+}
+
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const ET = temporal.api.enums.v1.EventType;
+
+/**
+ * A WorkflowTaskFailed event caused by non-determinism: the server-side cause, or — as the TypeScript SDK
+ * reports a DeterminismViolationError — the `[TMPRL1100]` code / "Nondeterminism" in the failure message.
+ */
+export function isNondeterminismFailure(e: HistoryEvent): boolean {
+  if (e.eventType !== ET.EVENT_TYPE_WORKFLOW_TASK_FAILED) return false;
+  const a = e.workflowTaskFailedEventAttributes;
+  if (a?.cause === temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR)
+    return true;
+  const message = `${a?.failure?.message ?? ''} ${a?.failure?.applicationFailureInfo?.type ?? ''}`;
+  return /TMPRL1100|nondetermin|DeterminismViolation/i.test(message);
+}
+
+/** The build that ran a completed workflow task (Worker Versioning), or 'unversioned'. */
+export function workflowTaskBuild(e: HistoryEvent): string | undefined {
+  if (e.eventType !== ET.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) return undefined;
+  const a = e.workflowTaskCompletedEventAttributes;
+  return a?.deploymentVersion?.buildId || a?.workerVersion?.buildId || 'unversioned';
+}
 
 function decode(payloads: temporal.api.common.v1.IPayloads | null | undefined): unknown {
   const p = payloads?.payloads?.[0];
@@ -425,7 +609,13 @@ function countHistory(events: HistoryEvent[], stats: HistoryStats): void {
         break;
       case ET.EVENT_TYPE_WORKFLOW_TASK_FAILED:
         stats.workflowTaskFailures++;
+        if (isNondeterminismFailure(e)) stats.nondeterminismErrors++;
         break;
+      case ET.EVENT_TYPE_WORKFLOW_TASK_COMPLETED: {
+        const build = workflowTaskBuild(e) ?? 'unversioned';
+        stats.workflowTasksByBuild[build] = (stats.workflowTasksByBuild[build] ?? 0) + 1;
+        break;
+      }
     }
   }
 }
@@ -444,6 +634,27 @@ async function stepIssue(store: ObjectStore, m: TrajectoryManifest): Promise<str
   }
 }
 
+/** Runs `fn` over items with at most `limit` in flight (a soak's audit reads ~10⁵ objects and 10⁴ histories). */
+async function forEachLimit<T>(items: AsyncIterable<T> | Iterable<T>, limit: number, fn: (t: T) => Promise<void>) {
+  const inFlight = new Set<Promise<void>>();
+  for await (const item of items) {
+    const p: Promise<void> = fn(item).finally(() => inFlight.delete(p));
+    inFlight.add(p);
+    if (inFlight.size >= limit) await Promise.race(inFlight);
+  }
+  await Promise.all(inFlight);
+}
+
+export interface CollectAuditOptions {
+  /** Sees every manifest read (e.g. the soak keeps its timing for utilization), so nothing is read twice. */
+  onManifest?: (m: TrajectoryManifest, scope: 'campaign' | 'eval') => void;
+  /** Sees every workflow run's history (e.g. history sizes for bench/lib/history-stats.ts). */
+  onHistory?: (wf: WorkflowExecutionInfo, history: temporal.api.history.v1.IHistory) => void;
+  /** Objects / histories read at once (default 16 / 8). */
+  concurrency?: { objects?: number; histories?: number };
+  onProgress?: (what: string, n: number) => void;
+}
+
 /**
  * Everything the audit needs: manifests (campaign and .eval prefixes), ledger, checkpoints, discard
  * records from MinIO, and every workflow history of the (private) namespace from Temporal.
@@ -451,15 +662,18 @@ async function stepIssue(store: ObjectStore, m: TrajectoryManifest): Promise<str
 export async function collectAuditEvidence(
   store: ObjectStore,
   client: Client,
-  campaignId: string
+  campaignId: string,
+  opts: CollectAuditOptions = {}
 ): Promise<{ input: AuditInput; history: HistoryStats }> {
   const manifests: ManifestEvidence[] = [];
   for (const [scope, prefix] of [
     ['campaign', keys.trajectoryPrefix(campaignId)],
     ['eval', keys.trajectoryPrefix(`${campaignId}.eval`)],
   ] as const) {
-    for (const key of (await store.list(prefix)).filter((k) => k.endsWith('/manifest.json'))) {
+    const found = (await store.list(prefix)).filter((k) => k.endsWith('/manifest.json'));
+    await forEachLimit(found, opts.concurrency?.objects ?? 16, async (key) => {
       const m = await store.getJson(key, TrajectoryManifestSchema);
+      opts.onManifest?.(m, scope);
       manifests.push({
         trajectoryId: m.trajectoryId,
         groupId: m.groupId,
@@ -472,26 +686,21 @@ export async function collectAuditEvidence(
         minPolicyVersion: m.minPolicyVersion,
         maxPolicyVersion: m.maxPolicyVersion,
       });
-    }
+      if (manifests.length % 5000 === 0) opts.onProgress?.('manifests', manifests.length);
+    });
   }
   const lineage = await readLineage(store, campaignId);
-  const history: HistoryStats = {
-    workflows: 0,
-    activityRetries: {},
-    activityTimeouts: 0,
-    activityFailures: 0,
-    workflowTaskTimeouts: 0,
-    workflowTaskFailures: 0,
-    failedEpisodeOutcomes: 0,
-  };
+  const history = emptyHistoryStats();
   const groups: GroupEvidence[] = [];
-  for await (const wf of client.workflow.list()) {
+  await forEachLimit(client.workflow.list(), opts.concurrency?.histories ?? 8, async (wf) => {
     const h = await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
     const events = h.events ?? [];
     history.workflows++;
     countHistory(events, history);
+    opts.onHistory?.(wf, h);
     if (wf.type === 'taskGroupWorkflow') groups.push(groupEvidenceFromHistory(wf.workflowId, events, history));
-  }
+    if (history.workflows % 1000 === 0) opts.onProgress?.('histories', history.workflows);
+  });
   return {
     input: {
       manifests,
@@ -574,7 +783,7 @@ export interface ChaosRunReport {
 }
 
 /** Triggers: hit the trainer mid-step, env/policy/MinIO mid-episode; the rest at any moment. */
-function triggerFor(kind: FaultKind): { what: string; holds: (s: CampaignStatus) => boolean } {
+export function triggerFor(kind: FaultKind): { what: string; holds: (s: CampaignStatus) => boolean } {
   if (kind === 'trainer') return { what: 'a train step in flight', holds: (s) => s.trainInFlight };
   if (kind === 'env' || kind === 'policy' || kind === 'minio')
     return { what: 'episodes in flight', holds: (s) => s.episodesInFlight > 0 };
