@@ -2,7 +2,8 @@
  * The policy kinds this module adds to an env worker, ready to merge with the built-in ones:
  *   policies: { ...builtinPolicies(), ...rolloutPolicyFactories({ dataDir: settings.dataDir }) }
  * - `embedded`: dartflow's ONNX policy behind the policy servers (policy.endpoints = their URLs);
- * - `uitars`:   a vLLM-served UI-TARS (policy.endpoints = OpenAI-compatible base URLs, options.model).
+ * - `uitars`:   a vLLM-served UI-TARS (policy.endpoints = OpenAI-compatible base URLs, options.model),
+ *               normally dartflow's vLLM fronts (workers/vllm-policy-server.ts, docs/vlm.md).
  */
 import path from 'node:path';
 import type { PolicyFactory } from '../activities/env/policy';
@@ -24,6 +25,8 @@ export function rolloutPolicyFactories(opts: RolloutPolicyOptions): Record<strin
     (token ??= resolvePolicyToken({ defaultFile: path.join(opts.dataDir, 'policy-token'), create: true }));
   return {
     embedded: embeddedPolicyFactory({ tokenProvider, ...opts.embedded }),
-    uitars: uiTarsPolicyFactory(opts.uitars),
+    // dartflow's vLLM fronts (workers/vllm-policy-server.ts) take the same policy token as the embedded
+    // policy servers; options.uitars.apiKey overrides it (e.g. a vLLM started with its own --api-key).
+    uitars: (ctx) => uiTarsPolicyFactory({ apiKey: tokenProvider(), ...opts.uitars })(ctx),
   };
 }

@@ -43,6 +43,15 @@ export const keys = {
   discardPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/discards/`,
   evalPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/evals/`,
   model: (specHash: string, graph: 'forward' | 'train') => `models/${safeSegment(specHash, 'specHash')}/${graph}.onnx`,
+  /**
+   * A VLM checkpoint: a Hugging Face safetensors folder (full weights or a LoRA adapter) stored file by
+   * file under `v<N>/hf/`, and its manifest (file names, sizes, sha256) at `v<N>/hf.json`, written last.
+   * Not `…/manifest.json`: listCheckpoints reads those as the embedded policy's manifests.
+   */
+  hfCheckpointManifest: (campaignId: string, version: number) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/checkpoints/v${pad(version)}/hf.json`,
+  hfCheckpointFile: (campaignId: string, version: number, file: string) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/checkpoints/v${pad(version)}/hf/${safeSegment(file, 'file name')}`,
 };
 
 /** Where each policy server announces itself (url, version it serves) so campaigns on any machine find it. */

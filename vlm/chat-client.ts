@@ -4,11 +4,17 @@
  * 5xx (dart-spec.md §2.7: DART retries 5–10 times with 2^attempt s backoff). Other 4xx answers are the
  * request's fault and are not retried. A 200 without choices or without logprobs is a server
  * misconfiguration and is retried like a 5xx, then reported.
+ *
+ * With a `router` (rollout/vllm/router.ts) each attempt goes to the least-loaded endpoint not yet tried,
+ * and an endpoint that fails in transport or with a 5xx is taken out of rotation for a while; without
+ * one, attempts rotate through `baseUrls`. A dartflow VLM front stamps each answer with
+ * `dartflow_version`, the model version that produced it (ChatResult.version).
  */
 import { z } from 'zod';
 import { backoffDelay, sleep, DEFAULT_BACKOFF, type BackoffOptions } from '../rollout/backoff';
 import type { ChatMessage } from './prompt';
 import type { TokenLogprob } from './logprobs';
+import type { EndpointRouter } from '../rollout/vllm/router';
 
 export interface ChatClientOptions {
   /** Base URL including the API prefix, e.g. http://127.0.0.1:8000/v1. One or more (tried in turn on failure). */
@@ -23,6 +29,8 @@ export interface ChatClientOptions {
   /** Attempts in total = maxRetries + 1. */
   maxRetries?: number;
   backoff?: BackoffOptions;
+  /** Least-loaded endpoint choice and taking failing endpoints out (default: rotate through baseUrls). */
+  router?: EndpointRouter;
 }
 
 export interface ChatRequest {
@@ -39,6 +47,8 @@ export interface ChatResult {
   model: string;
   baseUrl: string;
   attempts: number;
+  /** The model version that produced the answer, when the server says (a dartflow VLM front does). */
+  version?: number;
 }
 
 /** The final failure after all retries (or a non-retryable HTTP answer). */
@@ -56,6 +66,7 @@ export class ChatCompletionError extends Error {
 const TopSchema = z.object({ token: z.string(), logprob: z.number() });
 const CompletionSchema = z.object({
   model: z.string().default(''),
+  dartflow_version: z.number().int().nonnegative().optional(),
   choices: z
     .array(
       z.object({
@@ -140,7 +151,14 @@ async function attempt(
       res.status
     );
   }
-  return { text: choice.message.content ?? '', tokens, model: parsed.data.model, baseUrl };
+  const version = parsed.data.dartflow_version;
+  return {
+    text: choice.message.content ?? '',
+    tokens,
+    model: parsed.data.model,
+    baseUrl,
+    ...(version !== undefined ? { version } : {}),
+  };
 }
 
 /** One completion with retries; rotates through `baseUrls` so a dead replica is skipped on the next try. */
@@ -148,15 +166,24 @@ export async function chatCompletion(opts: ChatClientOptions, req: ChatRequest, 
   if (opts.baseUrls.length === 0) throw new ChatCompletionError('no VLM endpoint configured', false);
   const tries = (opts.maxRetries ?? 5) + 1;
   let last: ChatCompletionError | undefined;
+  const tried = new Set<string>();
   for (let i = 0; i < tries; i++) {
-    const baseUrl = opts.baseUrls[(startIndex + i) % opts.baseUrls.length]!;
+    const router = opts.router;
+    const baseUrl = router ? await router.pick(tried) : opts.baseUrls[(startIndex + i) % opts.baseUrls.length]!;
+    tried.add(baseUrl);
+    router?.begin(baseUrl);
     try {
       return { ...(await attempt(opts, baseUrl, req)), attempts: i + 1 };
     } catch (err) {
       if (!(err instanceof ChatCompletionError)) throw err;
       last = err;
+      // A dead, failing or misconfigured server (not a busy one: 429) is taken out so other episodes
+      // stop waiting on it.
+      if (err.retryable && err.status !== 429) router?.markFailed(baseUrl);
       if (!err.retryable) throw err;
       if (i + 1 < tries) await sleep(backoffDelay(i, opts.backoff ?? DEFAULT_BACKOFF), req.signal);
+    } finally {
+      router?.end(baseUrl);
     }
   }
   throw new ChatCompletionError(

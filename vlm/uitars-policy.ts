@@ -26,6 +26,7 @@ import {
 import { smartResize, type SmartResizeOptions } from '../actions/smart-resize';
 import { parseUiTarsResponse, type CoordSpace, type UiTarsModel } from '../actions/uitars';
 import type { CanonicalAction } from '../schemas/actions';
+import { sharedRouter } from '../rollout/vllm/router';
 import { chatCompletion, ChatCompletionError, type ChatClientOptions } from './chat-client';
 import { summarizeLogprobs } from './logprobs';
 import { parseUiTarsOptions, UiTarsOptionsError } from './policy-options';
@@ -42,9 +43,9 @@ export interface UiTarsPolicyOptions extends ChatClientOptions {
   limits?: ContextLimits;
   prompt?: PromptOptions;
   /**
-   * The model version recorded in each step. vLLM answers with the model name it was started with
-   * (DART: the checkpoint path); by default a trailing "v<N>" / "-<N>" / "step<N>" in it is the version,
-   * else `defaultVersion`.
+   * The model version recorded in each step. A dartflow VLM front says it (`dartflow_version`, which
+   * always wins); a bare vLLM answers with the model name it was started with (DART: the checkpoint
+   * path), where by default a trailing "v<N>" / "-<N>" / "step<N>" is the version, else `defaultVersion`.
    */
   versionOf?: (model: string) => number;
   defaultVersion?: number;
@@ -63,6 +64,9 @@ export function createUiTarsPolicy(opts: UiTarsPolicyOptions): EpisodePolicy {
   let instruction: string | undefined;
   let calls = 0;
   const resize = opts.resize ?? {};
+  // Least-loaded across replicas, shared by every episode of this process; one endpoint needs no routing.
+  const router = opts.router ?? (opts.baseUrls.length > 1 ? sharedRouter(opts.baseUrls, opts.apiKey) : undefined);
+  const chatOpts = router ? { ...opts, router } : opts;
   return {
     async act(obs, { seed, temperature }): Promise<PolicyDecision> {
       instruction ??= obs.instruction;
@@ -79,8 +83,8 @@ export function createUiTarsPolicy(opts: UiTarsPolicyOptions): EpisodePolicy {
       const messages = buildMessages(instruction, turns, opts.limits ?? DART_CONTEXT_LIMITS, opts.prompt);
       let result;
       try {
-        // Start each call on the next endpoint so an episode's steps spread over the replicas.
-        result = await chatCompletion(opts, { messages, temperature, seed }, calls++);
+        // Without a router, start each call on the next endpoint so an episode's steps spread over replicas.
+        result = await chatCompletion(chatOpts, { messages, temperature, seed }, calls++);
       } catch (err) {
         if (err instanceof ChatCompletionError)
           throw new PolicyUnavailableError(`UI-TARS endpoint failed: ${err.message}`);
@@ -89,9 +93,9 @@ export function createUiTarsPolicy(opts: UiTarsPolicyOptions): EpisodePolicy {
       const turn = turns[turns.length - 1]!;
       turn.response = result.text;
       const { logProb, tokenLogProbs, entropy } = summarizeLogprobs(result.tokens);
-      const policyVersion = opts.versionOf
-        ? opts.versionOf(result.model)
-        : versionFromModelName(result.model, opts.defaultVersion ?? 0);
+      const policyVersion =
+        result.version ??
+        (opts.versionOf ? opts.versionOf(result.model) : versionFromModelName(result.model, opts.defaultVersion ?? 0));
       const base = {
         actionText: result.text,
         logProb,

@@ -53,7 +53,8 @@ const TrainGroupRefSchema = z.object({
     )
     .min(1),
 });
-const TrainStepInputSchema = z.object({
+/** The trainStep activity's input (also the source of the Python trainer's JSON Schema: scripts/gen-python-schemas.ts). */
+export const TrainStepInputSchema = z.object({
   campaignId: z.string().min(1),
   trainStep: z.number().int().positive(),
   fromVersion: z.number().int().nonnegative(),
@@ -65,7 +66,7 @@ const TrainStepInputSchema = z.object({
   policy: z.object({ seed: z.number().int(), width: z.number().int().positive() }),
   minStepMs: z.number().nonnegative().max(3_600_000).default(0),
 });
-const BehaviourCloneInputSchema = z.object({
+export const BehaviourCloneInputSchema = z.object({
   campaignId: z.string().min(1),
   trainStep: z.number().int().positive(),
   fromVersion: z.number().int().nonnegative(),

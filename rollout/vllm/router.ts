@@ -1,0 +1,149 @@
+/**
+ * Least-loaded routing over VLM policy endpoints, on the env side. Each endpoint's load is the front's
+ * in-flight count (`GET <baseUrl>/load`, cached for `loadTtlMs`) plus the requests this process sent
+ * since that report; the endpoint with the least wins, ties go round-robin. An endpoint that refuses or
+ * dies (transport error, 5xx, /load unhealthy or unreachable) is taken out for `penaltyMs`, so episodes
+ * stop waiting on it while the campaign's registry refresh catches up. A server without the front
+ * (/load answers 4xx: plain vLLM, another API) is routed by this process's own in-flight count.
+ *
+ * One router per endpoint set and process (`sharedRouter`): concurrent episodes of an env worker share
+ * the counts, which is what makes "least loaded" mean anything.
+ */
+
+export interface EndpointRouter {
+  /** The endpoint for the next attempt; endpoints in `tried` are avoided while others are available. */
+  pick(tried?: ReadonlySet<string>): Promise<string>;
+  begin(url: string): void;
+  end(url: string): void;
+  /** The endpoint refused or died: out of rotation for a while. */
+  markFailed(url: string): void;
+}
+
+export interface RouterOptions {
+  baseUrls: string[];
+  apiKey?: string;
+  loadTtlMs?: number;
+  penaltyMs?: number;
+  loadTimeoutMs?: number;
+  now?: () => number;
+  fetchImpl?: typeof fetch;
+}
+
+interface EndpointState {
+  reported: number | undefined;
+  reportedAt: number;
+  local: number;
+  /** Requests begun here since the last report (the report does not include them yet). */
+  sinceReport: number;
+  outUntil: number;
+  probing: Promise<void> | undefined;
+}
+
+export class LeastLoadedRouter implements EndpointRouter {
+  private readonly state = new Map<string, EndpointState>();
+  private turn = 0;
+  private readonly now: () => number;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(private readonly o: RouterOptions) {
+    if (o.baseUrls.length === 0) throw new Error('LeastLoadedRouter needs at least one endpoint');
+    this.now = o.now ?? Date.now;
+    this.fetchImpl = o.fetchImpl ?? fetch;
+    for (const u of o.baseUrls)
+      this.state.set(u, {
+        reported: undefined,
+        reportedAt: -Infinity,
+        local: 0,
+        sinceReport: 0,
+        outUntil: 0,
+        probing: undefined,
+      });
+  }
+
+  private s(url: string): EndpointState {
+    const s = this.state.get(url);
+    if (!s) throw new Error(`unknown endpoint ${url}`);
+    return s;
+  }
+
+  private refresh(url: string): Promise<void> {
+    const s = this.s(url);
+    if (this.now() - s.reportedAt < (this.o.loadTtlMs ?? 1000)) return Promise.resolve();
+    s.probing ??= (async () => {
+      try {
+        const res = await this.fetchImpl(`${url.replace(/\/+$/, '')}/load`, {
+          headers: this.o.apiKey ? { authorization: `Bearer ${this.o.apiKey}` } : {},
+          signal: AbortSignal.timeout(this.o.loadTimeoutMs ?? 1000),
+        });
+        const body = (await res.json().catch(() => undefined)) as { inFlight?: unknown; healthy?: unknown } | undefined;
+        // 4xx: a server without the dartflow front (plain vLLM, another API): no report, not a failure.
+        if (res.status >= 400 && res.status < 500) s.reported = undefined;
+        else if (!res.ok || body?.healthy === false) this.markFailed(url);
+        else s.reported = typeof body?.inFlight === 'number' ? body.inFlight : undefined;
+      } catch {
+        this.markFailed(url);
+      } finally {
+        s.reportedAt = this.now();
+        s.sinceReport = 0;
+        s.probing = undefined;
+      }
+    })();
+    return s.probing;
+  }
+
+  async pick(tried: ReadonlySet<string> = new Set()): Promise<string> {
+    const urls = this.o.baseUrls;
+    await Promise.all(urls.filter((u) => this.s(u).outUntil <= this.now()).map((u) => this.refresh(u)));
+    const now = this.now();
+    const load = (u: string) => {
+      const s = this.s(u);
+      return s.reported !== undefined ? s.reported + s.sinceReport : s.local;
+    };
+    const start = this.turn++ % urls.length;
+    const order = urls.map((_, i) => urls[(start + i) % urls.length]!);
+    const usable = order.filter((u) => this.s(u).outUntil <= now);
+    const fresh = usable.filter((u) => !tried.has(u));
+    const pool = fresh.length > 0 ? fresh : usable;
+    if (pool.length === 0) {
+      // Everything is out: try the one that comes back first rather than failing without a request.
+      return order.reduce((a, b) => (this.s(b).outUntil < this.s(a).outUntil ? b : a));
+    }
+    return pool.reduce((a, b) => (load(b) < load(a) ? b : a));
+  }
+
+  begin(url: string): void {
+    const s = this.s(url);
+    s.local++;
+    s.sinceReport++;
+  }
+
+  end(url: string): void {
+    const s = this.s(url);
+    s.local = Math.max(0, s.local - 1);
+  }
+
+  markFailed(url: string): void {
+    const s = this.s(url);
+    s.outUntil = this.now() + (this.o.penaltyMs ?? 30_000);
+  }
+
+  /** True while the endpoint is out of rotation (tests, metrics). */
+  isOut(url: string): boolean {
+    return this.s(url).outUntil > this.now();
+  }
+}
+
+const shared = new Map<string, LeastLoadedRouter>();
+
+/** The process-wide router of an endpoint set (same URLs and key → same counts). */
+export function sharedRouter(baseUrls: string[], apiKey?: string): LeastLoadedRouter {
+  const key = `${apiKey ?? ''}\n${[...baseUrls].sort().join('\n')}`;
+  let r = shared.get(key);
+  if (!r) {
+    r = new LeastLoadedRouter({ baseUrls: [...baseUrls], ...(apiKey ? { apiKey } : {}) });
+    // Endpoint lists change with the registry; keep the map from growing without bound.
+    if (shared.size >= 64) shared.clear();
+    shared.set(key, r);
+  }
+  return r;
+}

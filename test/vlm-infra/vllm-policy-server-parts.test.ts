@@ -1,0 +1,304 @@
+/**
+ * The parts of the VLM policy server that need no vLLM (MinIO only): HF checkpoint folders in MinIO
+ * (upload, verified download, typed refusals), the pre-reload compatibility check on safetensors
+ * headers, the serving gate that makes version stamps exact, the chat request/answer contract, and the
+ * env side's least-loaded routing.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { CheckpointRejectedError } from '../../rollout/checkpoint';
+import {
+  InvalidChatRequestError,
+  MalformedAnswerError,
+  prepareChatRequest,
+  stampAnswer,
+  validateChatAnswer,
+} from '../../rollout/vllm/chat-answer';
+import {
+  checkFullWeightsCompatible,
+  IncompatibleCheckpointError,
+  readSafetensorsHeader,
+} from '../../rollout/vllm/compat';
+import { downloadHfCheckpoint, readHfManifest, uploadHfCheckpoint } from '../../rollout/vllm/hf-checkpoint';
+import { LeastLoadedRouter } from '../../rollout/vllm/router';
+import { GateTimeoutError, ServingGate, type Served } from '../../rollout/vllm/serving-gate';
+import { keys } from '../../storage/keys';
+import type { ObjectStore } from '../../storage/object-store';
+import { versionFromModelName } from '../../vlm/uitars-policy';
+import { freePort, freshBucket } from '../helpers/infra';
+
+/** A safetensors file with F32 tensors of the given shapes (zeros). */
+function writeSafetensors(file: string, tensors: Record<string, number[]>, dtype = 'F32'): void {
+  const header: Record<string, unknown> = {};
+  let offset = 0;
+  for (const [name, shape] of Object.entries(tensors)) {
+    const bytes = shape.reduce((a, b) => a * b, 1) * 4;
+    header[name] = { dtype, shape, data_offsets: [offset, offset + bytes] };
+    offset += bytes;
+  }
+  const json = Buffer.from(JSON.stringify(header));
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(json.length));
+  fs.writeFileSync(file, Buffer.concat([len, json, Buffer.alloc(offset)]));
+}
+
+function modelFolder(
+  dir: string,
+  tensors: Record<string, number[]>,
+  config: object = { model_type: 'tiny', hidden: 4 }
+): string {
+  fs.mkdirSync(dir, { recursive: true });
+  writeSafetensors(path.join(dir, 'model.safetensors'), tensors);
+  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config));
+  return dir;
+}
+
+const SHAPES = { 'a.weight': [4, 2], 'b.bias': [3] };
+
+describe('HF checkpoint folders in MinIO', () => {
+  let store: ObjectStore;
+  let cleanup: () => Promise<void>;
+  let tmp: string;
+
+  before(async () => {
+    ({ store, cleanup } = await freshBucket('vllm-ckpt'));
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dartflow-hf-'));
+  });
+  after(async () => {
+    await cleanup?.();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('round-trips a folder byte for byte, manifest last', async () => {
+    const src = modelFolder(path.join(tmp, 'src'), SHAPES);
+    const m = await uploadHfCheckpoint(store, {
+      campaignId: 'c',
+      version: 3,
+      parentVersion: 2,
+      kind: 'full',
+      dir: src,
+    });
+    assert.deepEqual(
+      m.files.map((f) => f.name),
+      ['config.json', 'model.safetensors']
+    );
+    const read = await readHfManifest(store, 'c', 3);
+    assert.deepEqual(read, m);
+    const got = await downloadHfCheckpoint(store, read, path.join(tmp, 'dl', 'v3'));
+    for (const f of ['config.json', 'model.safetensors'])
+      assert.deepEqual(fs.readFileSync(path.join(got.dir, f)), fs.readFileSync(path.join(src, f)));
+    assert.deepEqual(fs.readdirSync(path.join(tmp, 'dl')), ['v3'], 'no partial folder left behind');
+  });
+
+  it('refuses altered bytes (corrupt), a missing manifest or file (not_found), and leaves no partial folder', async () => {
+    const src = modelFolder(path.join(tmp, 'src2'), SHAPES);
+    await uploadHfCheckpoint(store, { campaignId: 'c', version: 4, parentVersion: 3, kind: 'full', dir: src });
+    await store.putBytes(keys.hfCheckpointFile('c', 4, 'model.safetensors'), Buffer.from('garbage'));
+    const m = await readHfManifest(store, 'c', 4);
+    const dest = path.join(tmp, 'dl2', 'v4');
+    await assert.rejects(
+      downloadHfCheckpoint(store, m, dest),
+      (err: unknown) =>
+        err instanceof CheckpointRejectedError && err.reason === 'corrupt' && /model\.safetensors/.test(err.message)
+    );
+    assert.deepEqual(fs.readdirSync(path.join(tmp, 'dl2')), []);
+    await assert.rejects(
+      readHfManifest(store, 'c', 99),
+      (err: unknown) => err instanceof CheckpointRejectedError && err.reason === 'not_found'
+    );
+    await store.remove(keys.hfCheckpointFile('c', 4, 'config.json'));
+    await assert.rejects(
+      downloadHfCheckpoint(store, m, dest),
+      (err: unknown) => err instanceof CheckpointRejectedError && err.reason === 'not_found'
+    );
+    await store.putBytes(keys.hfCheckpointManifest('c', 5), Buffer.from('{"schemaVersion": 1}'));
+    await assert.rejects(
+      readHfManifest(store, 'c', 5),
+      (err: unknown) => err instanceof CheckpointRejectedError && err.reason === 'corrupt'
+    );
+  });
+});
+
+describe('compatibility check before a full-weight reload', () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dartflow-compat-'));
+  after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+  const served = modelFolder(path.join(tmp, 'served'), SHAPES);
+  const refused = (dir: string, pattern: RegExp) =>
+    assert.throws(
+      () => checkFullWeightsCompatible(served, dir),
+      (err: unknown) => err instanceof IncompatibleCheckpointError && pattern.test(err.message)
+    );
+
+  it('accepts the same names and shapes, refuses other shapes, names, dtypes, configs and truncated files', () => {
+    checkFullWeightsCompatible(served, modelFolder(path.join(tmp, 'same'), SHAPES));
+    refused(modelFolder(path.join(tmp, 'shape'), { ...SHAPES, 'b.bias': [4] }), /b\.bias: shape \[4\]/);
+    refused(modelFolder(path.join(tmp, 'names'), { 'a.weight': [4, 2] }), /1 missing \(b\.bias\)/);
+    refused(modelFolder(path.join(tmp, 'config'), SHAPES, { model_type: 'tiny', hidden: 8 }), /architecture/);
+    checkFullWeightsCompatible(
+      served,
+      modelFolder(path.join(tmp, 'volatile'), SHAPES, { model_type: 'tiny', hidden: 4, transformers_version: '9' })
+    );
+    const ints = modelFolder(path.join(tmp, 'ints'), SHAPES);
+    writeSafetensors(path.join(ints, 'model.safetensors'), SHAPES, 'I32');
+    refused(ints, /dtype I32/);
+    const cut = modelFolder(path.join(tmp, 'cut'), SHAPES);
+    const file = path.join(cut, 'model.safetensors');
+    fs.truncateSync(file, fs.statSync(file).size - 4);
+    assert.throws(() => readSafetensorsHeader(file), /header describes/);
+    refused(cut, /header describes/);
+  });
+});
+
+describe('serving gate', () => {
+  const served: Served = { campaignId: 'c', version: 0, kind: 'full', model: 'dartflow', dir: '/x' };
+
+  it('holds new requests during a reload, waits for forwarded ones, and stamps each with its version', async () => {
+    const gate = new ServingGate({ ...served });
+    const first = await gate.enter(1000);
+    assert.equal(first.version, 0);
+    let drained = false;
+    const holding = gate.hold(5000).then((release) => {
+      drained = true;
+      return release;
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(drained, false, 'the reload waits for the forwarded request');
+    const waiting = gate.enter(5000);
+    gate.leave();
+    const release = await holding;
+    gate.served = { ...served, version: 1 };
+    release();
+    assert.equal((await waiting).version, 1, 'a request held during the reload is served by the new version');
+    gate.leave();
+    assert.equal(gate.inFlight, 0);
+  });
+
+  it('gives up on a drain after its limit (reopening) and on a hold after the request limit', async () => {
+    const gate = new ServingGate({ ...served });
+    await gate.enter(1000);
+    await assert.rejects(gate.hold(30), /still in flight/);
+    assert.equal(gate.holding, false);
+    gate.leave();
+    const release = await gate.hold(30);
+    await assert.rejects(gate.enter(30), GateTimeoutError);
+    release();
+    await gate.enter(30);
+    gate.leave();
+  });
+});
+
+describe('chat request and answer contract', () => {
+  const served: Served = { campaignId: 'c', version: 7, kind: 'full', model: 'dartflow', dir: '/x' };
+  const good = {
+    model: 'dartflow',
+    choices: [
+      {
+        message: { content: 'click(1,2)' },
+        logprobs: { content: [{ token: 'token_id:12', logprob: -0.5 }] },
+        finish_reason: 'stop',
+      },
+    ],
+  };
+
+  it('forces logprobs as token ids and the served model; refuses streams and empty messages', () => {
+    const body = prepareChatRequest(
+      { model: 'x', messages: [{ role: 'user', content: 'hi' }], logprobs: false },
+      served
+    );
+    assert.equal(body.model, 'dartflow');
+    assert.equal(body.logprobs, true);
+    assert.equal(body.return_tokens_as_token_ids, true);
+    assert.throws(() => prepareChatRequest({ messages: [] }, served), InvalidChatRequestError);
+    assert.throws(() => prepareChatRequest({ messages: [{}], stream: true }, served), InvalidChatRequestError);
+    assert.throws(() => prepareChatRequest([1], served), InvalidChatRequestError);
+  });
+
+  it('refuses answers without logprobs, with text tokens or non-finite logprobs; stamps good ones', () => {
+    validateChatAnswer(good);
+    const bad = (patch: object) => ({ ...good, choices: [{ ...good.choices[0], ...patch }] });
+    assert.throws(() => validateChatAnswer(bad({ logprobs: null })), MalformedAnswerError);
+    assert.throws(() => validateChatAnswer(bad({ logprobs: { content: [] } })), MalformedAnswerError);
+    assert.throws(() => validateChatAnswer(bad({ logprobs: { content: [{ token: 'cl', logprob: -1 }] } })), /token_id/);
+    assert.throws(() => validateChatAnswer({ choices: [] }), MalformedAnswerError);
+    assert.throws(() => validateChatAnswer('oops'), MalformedAnswerError);
+    const stamped = stampAnswer(good, served, 'p9');
+    assert.equal(stamped.dartflow_version, 7);
+    assert.equal(stamped.dartflow_server, 'p9');
+    assert.equal(versionFromModelName(String(stamped.model), -1), 7);
+  });
+});
+
+describe('least-loaded routing over VLM fronts (env side)', () => {
+  const servers: http.Server[] = [];
+  after(() => servers.forEach((s) => s.close()));
+
+  /** A stand-in front whose /load reports `load()` (status and body). */
+  async function fakeFront(load: () => { status: number; body: object }): Promise<string> {
+    const srv = http.createServer((req, res) => {
+      const { status, body } = load();
+      res.writeHead(req.url === '/v1/load' ? status : 404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    });
+    servers.push(srv);
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    return `http://127.0.0.1:${(srv.address() as AddressInfo).port}/v1`;
+  }
+
+  it('picks the fewest in flight, counts its own requests, and takes out refusing or dead endpoints', async () => {
+    let busyLoad = 5;
+    const busy = await fakeFront(() => ({ status: 200, body: { inFlight: busyLoad, healthy: true } }));
+    const idle = await fakeFront(() => ({ status: 200, body: { inFlight: 1, healthy: true } }));
+    let brokenStatus = 200;
+    const flaky = await fakeFront(() => ({
+      status: brokenStatus,
+      body: { inFlight: 0, healthy: brokenStatus === 200 },
+    }));
+    const dead = `http://127.0.0.1:${await freePort()}/v1`;
+    let clock = 0;
+    const router = new LeastLoadedRouter({
+      baseUrls: [busy, idle, flaky, dead],
+      loadTtlMs: 1000,
+      penaltyMs: 10_000,
+      now: () => clock,
+    });
+    assert.equal(await router.pick(), flaky, 'fewest in flight');
+    assert.ok(router.isOut(dead), 'an unreachable endpoint is out');
+    brokenStatus = 503;
+    clock += 1500;
+    assert.equal(await router.pick(), idle, 'an endpoint reporting unhealthy is out');
+    assert.ok(router.isOut(flaky));
+    // Requests this process sent since the last report count until the next one.
+    router.begin(idle);
+    router.begin(idle);
+    router.begin(idle);
+    router.begin(idle);
+    router.begin(idle);
+    assert.equal(await router.pick(), busy, 'idle (1 + 5 sent) now carries more than busy (5)');
+    assert.equal(await router.pick(new Set([busy])), idle, 'an endpoint tried by this request is avoided');
+    router.markFailed(busy);
+    assert.equal(await router.pick(), idle);
+    brokenStatus = 200;
+    busyLoad = 0;
+    clock += 20_000;
+    const back = await router.pick();
+    assert.ok(back === busy || back === flaky, 'taken-out endpoints come back after the penalty (both report 0)');
+    assert.equal(router.isOut(busy) || router.isOut(flaky), false);
+  });
+
+  it('routes servers without a front (4xx on /load) by its own in-flight count', async () => {
+    const a = await fakeFront(() => ({ status: 404, body: {} }));
+    const b = (await fakeFront(() => ({ status: 404, body: {} }))).replace(/\/v1$/, '/other');
+    const router = new LeastLoadedRouter({ baseUrls: [a, b] });
+    router.begin(a);
+    assert.equal(await router.pick(), b);
+    assert.equal(router.isOut(a) || router.isOut(b), false);
+    router.end(a);
+    router.begin(b);
+    assert.equal(await router.pick(), a);
+  });
+});
