@@ -14,6 +14,9 @@
  */
 import {
   allHandlersFinished,
+  type ChildWorkflowOptions,
+  type WithWorkflowArgs,
+  type Workflow,
   ApplicationFailure,
   condition,
   continueAsNew,
@@ -385,44 +388,67 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   const policyOptions = (): Record<string, unknown> =>
     s.config.policy.kind === 'vlm' ? { model: s.config.policy.vlmModel ?? 'dartflow' } : {};
 
-  async function startGroup(plan: GroupPlan): Promise<void> {
+  /**
+   * Starts an ABANDON child on the orchestrator queue and watches its result: `onResult` with what it
+   * returns, `onLost` when it fails, is terminated or times out (or cannot start). Children of earlier
+   * runs cannot be watched from here; `reconcile` settles those.
+   */
+  async function startWatched<W extends Workflow>(
+    workflow: W,
+    workflowId: string,
+    args: Parameters<W>,
+    onResult: (r: Awaited<ReturnType<W>>) => void,
+    onLost: (why: string) => void
+  ): Promise<void> {
     try {
-      const handle = await startChild(taskGroupWorkflow, {
-        workflowId: plan.groupId,
+      const handle = await startChild(workflow, {
+        workflowId,
         taskQueue: TASK_QUEUES.orchestrator,
         parentClosePolicy: ParentClosePolicy.ABANDON,
-        args: [
-          {
-            campaignId: s.campaignId,
-            parentWorkflowId: wfId,
-            groupId: plan.groupId,
-            task: plan.task.spec,
-            seed: plan.seed,
-            n: plan.n,
-            maxSteps: plan.maxSteps,
-            policy: {
-              kind: policyKind(),
-              endpoints: s.endpoints.map((e) => e.url),
-              temperature: s.config.rollout.temperature,
-              versionHint: s.policyVersion,
-              options: policyOptions(),
-            },
-            // Look a pooled success up only when the pool holds one for this task (saves a MinIO list and
-            // a local activity per all-failed group while the pool is still empty).
-            experiencePool: s.config.curation.experiencePool && (s.stats[plan.task.id]?.poolSize ?? 0) > 0,
-            poolWanted: plan.poolWanted,
-            successThreshold: s.config.campaign.successThreshold,
-          },
-        ],
-      });
-      // The group reports by signal; its result is a small ack then (the summary only if the signal failed).
+        args,
+        // `args` is typed by this function's signature; startChild's conditional options type cannot see
+        // that through the generic W, hence the cast.
+      } as unknown as WithWorkflowArgs<W, Omit<ChildWorkflowOptions, 'typeInfo'> & { typeInfo?: undefined }>);
       void handle.result().then(
-        (r) => (isGroupSummary(r) ? onGroupFinished(r) : onGroupAcked(r.groupId)),
-        (err: unknown) => onGroupLost(plan.groupId, String(err))
+        (r) => onResult(r as Awaited<ReturnType<W>>),
+        (err: unknown) => onLost(String(err))
       );
     } catch (err) {
-      onGroupLost(plan.groupId, `could not start: ${String(err)}`);
+      onLost(`could not start: ${String(err)}`);
     }
+  }
+
+  async function startGroup(plan: GroupPlan): Promise<void> {
+    // The group reports by signal; its result is a small ack then (the summary only if the signal failed).
+    await startWatched(
+      taskGroupWorkflow,
+      plan.groupId,
+      [
+        {
+          campaignId: s.campaignId,
+          parentWorkflowId: wfId,
+          groupId: plan.groupId,
+          task: plan.task.spec,
+          seed: plan.seed,
+          n: plan.n,
+          maxSteps: plan.maxSteps,
+          policy: {
+            kind: policyKind(),
+            endpoints: s.endpoints.map((e) => e.url),
+            temperature: s.config.rollout.temperature,
+            versionHint: s.policyVersion,
+            options: policyOptions(),
+          },
+          // Look a pooled success up only when the pool holds one for this task (saves a MinIO list and
+          // a local activity per all-failed group while the pool is still empty).
+          experiencePool: s.config.curation.experiencePool && (s.stats[plan.task.id]?.poolSize ?? 0) > 0,
+          poolWanted: plan.poolWanted,
+          successThreshold: s.config.campaign.successThreshold,
+        },
+      ],
+      (r) => (isGroupSummary(r) ? onGroupFinished(r) : onGroupAcked(r.groupId)),
+      (why) => onGroupLost(plan.groupId, why)
+    );
   }
 
   async function startTrainStep(a: Extract<CampaignAction, { kind: 'startTrainStep' }>): Promise<void> {
@@ -434,33 +460,29 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
         ok: false,
         error: why,
       });
-    try {
-      const handle = await startChild(trainStepWorkflow, {
-        workflowId: a.workflowId,
-        taskQueue: TASK_QUEUES.orchestrator,
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        args: [
-          {
-            parentWorkflowId: wfId,
-            train: {
-              campaignId: s.campaignId,
-              trainStep: a.trainStep,
-              fromVersion: a.fromVersion,
-              groups: a.batch.groups,
-              trainer: s.config.trainer,
-              maxStaleness: s.config.curation.maxStaleness,
-              allowedVersions: a.batch.allowedVersions,
-              referenceVersion: s.referenceVersion,
-              policy: { seed: s.config.policy.seed, width: s.config.policy.width },
-              minStepMs: simulatedTrainStepMs(s.config),
-            },
+    await startWatched(
+      trainStepWorkflow,
+      a.workflowId,
+      [
+        {
+          parentWorkflowId: wfId,
+          train: {
+            campaignId: s.campaignId,
+            trainStep: a.trainStep,
+            fromVersion: a.fromVersion,
+            groups: a.batch.groups,
+            trainer: s.config.trainer,
+            maxStaleness: s.config.curation.maxStaleness,
+            allowedVersions: a.batch.allowedVersions,
+            referenceVersion: s.referenceVersion,
+            policy: { seed: s.config.policy.seed, width: s.config.policy.width },
+            minStepMs: simulatedTrainStepMs(s.config),
           },
-        ],
-      });
-      void handle.result().then(onTrainFinished, (err: unknown) => lost(String(err)));
-    } catch (err) {
-      lost(`could not start: ${String(err)}`);
-    }
+        },
+      ],
+      onTrainFinished,
+      lost
+    );
   }
 
   function gateFor(version: number) {
@@ -477,59 +499,48 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   }
 
   async function startRollout(a: Extract<CampaignAction, { kind: 'startRollout' }>): Promise<void> {
-    try {
-      const handle = await startChild(modelRolloutWorkflow, {
-        workflowId: a.workflowId,
-        taskQueue: TASK_QUEUES.orchestrator,
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        args: [
-          {
-            campaignId: s.campaignId,
-            parentWorkflowId: wfId,
-            version: a.version,
-            servers: s.endpoints,
-            servedVersions: s.servedVersions,
-            gate: gateFor(a.version),
-            policyKind: policyKind(),
-            policyOptions: policyOptions(),
-          },
-        ],
-      });
-      void handle.result().then(
-        (r: ModelRolloutResult) => onRolledOut(r),
-        (err: unknown) => onRolloutLost(a.version, String(err))
-      );
-    } catch (err) {
-      onRolloutLost(a.version, `could not start: ${String(err)}`);
-    }
+    await startWatched(
+      modelRolloutWorkflow,
+      a.workflowId,
+      [
+        {
+          campaignId: s.campaignId,
+          parentWorkflowId: wfId,
+          version: a.version,
+          servers: s.endpoints,
+          servedVersions: s.servedVersions,
+          gate: gateFor(a.version),
+          policyKind: policyKind(),
+          policyOptions: policyOptions(),
+        },
+      ],
+      onRolledOut,
+      (why) => onRolloutLost(a.version, why)
+    );
   }
 
   async function startEvaluation(a: Extract<CampaignAction, { kind: 'startEval' }>): Promise<void> {
-    try {
-      const handle = await startChild(evaluateWorkflow, {
-        workflowId: a.workflowId,
-        taskQueue: TASK_QUEUES.orchestrator,
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        args: [
-          {
-            campaignId: s.campaignId,
-            parentWorkflowId: wfId,
-            version: a.version,
-            tasks: s.heldOut.map((t) => t.spec),
-            episodesPerTask: s.config.eval.episodesPerTask,
-            endpoints: s.endpoints.map((e) => e.url),
-            policyKind: policyKind(),
-            policyOptions: policyOptions(),
-            atEpisodes: s.episodes,
-            startedAtMs: s.startedAtMs,
-            successThreshold: s.config.campaign.successThreshold,
-          },
-        ],
-      });
-      void handle.result().then(onEvalFinished, (err: unknown) => onEvalLost(String(err)));
-    } catch (err) {
-      onEvalLost(`could not start: ${String(err)}`);
-    }
+    await startWatched(
+      evaluateWorkflow,
+      a.workflowId,
+      [
+        {
+          campaignId: s.campaignId,
+          parentWorkflowId: wfId,
+          version: a.version,
+          tasks: s.heldOut.map((t) => t.spec),
+          episodesPerTask: s.config.eval.episodesPerTask,
+          endpoints: s.endpoints.map((e) => e.url),
+          policyKind: policyKind(),
+          policyOptions: policyOptions(),
+          atEpisodes: s.episodes,
+          startedAtMs: s.startedAtMs,
+          successThreshold: s.config.campaign.successThreshold,
+        },
+      ],
+      onEvalFinished,
+      onEvalLost
+    );
   }
 
   /** Carries out the decisions of one tick; all child starts go out in one workflow task. */
