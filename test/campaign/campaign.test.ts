@@ -24,6 +24,7 @@ import { keys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
 import { modelRolloutWorkflow } from '../../workflows';
 import { freePort, freshBucket, testSettings, uniqueSuffix } from '../helpers/infra';
+import { sleep, waitFor } from '../helpers/wait';
 
 let settings: InfraSettings;
 let store: ObjectStore;
@@ -31,18 +32,6 @@ let cleanupBucket: () => Promise<void>;
 let workers: LocalWorkers;
 let client: DartflowClient;
 let dataDir: string;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 300_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
 
 before(async () => {
   const base = testSettings();

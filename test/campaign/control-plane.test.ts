@@ -18,20 +18,9 @@ import type { CampaignHandle } from '../../client/dartflow-client';
 import { DiscardRecordSchema } from '../../schemas/discards';
 import { keys } from '../../storage/keys';
 import { freePort, uniqueSuffix } from '../helpers/infra';
+import { waitFor } from '../helpers/wait';
 
 let cluster: BenchCluster;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 300_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
-
 before(async () => {
   cluster = await startBenchCluster('ctl', {
     envWorkers: 1,
