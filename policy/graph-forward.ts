@@ -3,7 +3,17 @@
  * graph, which needs the intermediate values (pre-activations, FiLM factors, probabilities) for backprop.
  */
 import { attr, GraphBuilder } from './onnx/builder';
-import { convGeometry, IMAGE_CHANNELS, numActions, paramShapes, trunkChannels, type PolicySpec } from './spec';
+import {
+  convGeometry,
+  IMAGE_CHANNELS,
+  numActions,
+  paramShapes,
+  PREV_SUMMARY,
+  prevPooling,
+  prevWidth,
+  trunkChannels,
+  type PolicySpec,
+} from './spec';
 import type { PolicyWeights } from './weights';
 
 /** Graph input/output names, shared by the session wrappers. */
@@ -11,6 +21,7 @@ export const IO = {
   obs: 'obs',
   text: 'text',
   mask: 'mask',
+  prev: 'prev',
   logp: 'logp',
   entropy: 'entropy',
   // train graph only
@@ -27,10 +38,16 @@ export interface ForwardTrace {
   /** Pre-activation output of conv i. */
   convOut: string[];
   textIn: string;
+  /** Present when spec.previousAction: the prev input [B,2A], its summary [B,K] and the pooling matrix S. */
+  prev?: { input: string; summary: string; pooling: string };
   embed: string; // [B,E]
   scale4: string; // 1+γ as [B,C,1,1]
   filmPre: string; // z·(1+γ)+β, before the ReLU
   h: string; // [B,C,G,G]
+  /** Present when spec.clickContext: row/column means of h and the pre-ReLU context sum u. */
+  ctx?: { rowMean: string; colMean: string; u: string };
+  /** The click head's input: ReLU(u) with click context, else h. */
+  clickIn: string;
   pooled: string; // [B,C]
   logp: string; // [B,A]
   p: string; // [B,A]
@@ -43,7 +60,8 @@ export function emitForward(
   w: (name: string) => string,
   obs: string,
   text: string,
-  mask: string
+  mask: string,
+  prevIn?: string
 ): ForwardTrace {
   const geo = convGeometry(spec);
   const c = trunkChannels(spec);
@@ -62,48 +80,82 @@ export function emitForward(
   }
   // FiLM: one (factorised) Gemm over the text gives per-channel [γ, β]; scale is 1+γ so that a zero
   // text pathway leaves the visual features untouched.
-  const embed = b.gemm(text, w('text.weight'));
+  let embed = b.gemm(text, w('text.weight'));
+  let prev: ForwardTrace['prev'];
+  if (spec.previousAction) {
+    if (!prevIn) throw new Error('emitForward: the spec has previousAction but no prev input was given');
+    const pooling = b.initializer('const_prev_pooling', [prevWidth(spec), PREV_SUMMARY], prevPooling(spec));
+    const summary = b.gemm(prevIn, pooling, undefined, { transB: false });
+    prev = { input: prevIn, summary, pooling };
+    embed = b.add(embed, b.gemm(summary, w('prev.embed')));
+  }
   const film = b.gemm(embed, w('film.weight'), w('film.bias'));
   const scale4 = b.unsqueeze(b.add(b.slice(film, 1, 0, c), b.scalar(1)), [2, 3]);
   const shift4 = b.unsqueeze(b.slice(film, 1, c, 2 * c), [2, 3]);
   const filmPre = b.add(b.mul(x, scale4), shift4);
   const h = b.op('Relu', [filmPre]);
+  const G = spec.gridSize;
+  const pooled = b.op('Flatten', [b.op('GlobalAveragePool', [h])], { axis: attr.int(1) });
+
+  // Click context: every cell gets its row's and column's mean features and the global mean (through
+  // their own channel mixes), so a click logit sees the whole page instead of its 18-px receptive field.
+  let clickIn = h;
+  let ctx: ForwardTrace['ctx'];
+  if (spec.clickContext) {
+    const k1 = { kernel_shape: attr.ints([1, 1]) };
+    const rowMean = b.mul(b.reduceSum(h, [3], true), b.scalar(1 / G)); // [B,C,G,1]
+    const colMean = b.mul(b.reduceSum(h, [2], true), b.scalar(1 / G)); // [B,C,1,G]
+    const row = b.op('Conv', [rowMean, w('ctx.row')], k1);
+    const col = b.op('Conv', [colMean, w('ctx.col')], k1);
+    const glob = b.unsqueeze(b.gemm(pooled, w('ctx.global'), w('ctx.bias')), [2, 3]); // [B,C,1,1]
+    const u = b.add(b.add(h, row), b.add(col, glob)); // broadcasts to [B,C,G,G]
+    ctx = { rowMean, colMean, u };
+    clickIn = b.op('Relu', [u]);
+  }
 
   const click = b.op(
     'Flatten',
-    [b.op('Conv', [h, w('click.weight'), w('click.bias')], { kernel_shape: attr.ints([1, 1]) })],
+    [b.op('Conv', [clickIn, w('click.weight'), w('click.bias')], { kernel_shape: attr.ints([1, 1]) })],
     { axis: attr.int(1) }
   );
-  const pooled = b.op('Flatten', [b.op('GlobalAveragePool', [h])], { axis: attr.int(1) });
   const tokens = b.gemm(pooled, w('token.weight'), w('token.bias'));
-  const logits = b.add(b.op('Concat', [click, tokens], { axis: attr.int(1) }), mask);
+  let logits = b.op('Concat', [click, tokens], { axis: attr.int(1) });
+  if (prev) {
+    // Direct bias for the previous action: prev ⊙ (flatten(prev.bias) · Sᵀ), summed over the 2 conditions.
+    const A = numActions(spec);
+    const biasRow = b.gemm(b.reshape(w('prev.bias'), [1, PREV_SUMMARY]), prev.pooling); // [1,2A]
+    const direct = b.reduceSum(b.reshape(b.mul(prev.input, biasRow), [-1, 2, A]), [1], false);
+    logits = b.add(logits, direct);
+  }
+  logits = b.add(logits, mask);
   const logp = b.op('LogSoftmax', [logits], { axis: attr.int(1) });
   const p = b.op('Exp', [logp]);
   // Masked entries have p = 0 exactly and a finite logp (≈ −1e9), so p·logp is 0, never NaN.
   const entropy = b.neg(b.reduceSum(b.mul(p, logp), [1], false));
-  return { convIn, convOut, textIn: text, embed, scale4, filmPre, h, pooled, logp, p, entropy };
+  return { convIn, convOut, textIn: text, prev, embed, scale4, filmPre, h, ctx, clickIn, pooled, logp, p, entropy };
 }
 
-/** Declares the obs/text/mask inputs with a symbolic batch dimension. */
+/** Declares the obs/text/mask (and, with spec.previousAction, prev) inputs with a symbolic batch dimension. */
 export function declareObservationInputs(
   b: GraphBuilder,
   spec: PolicySpec
-): { obs: string; text: string; mask: string } {
+): { obs: string; text: string; mask: string; prev?: string } {
   return {
     obs: b.input(IO.obs, 'float32', ['B', IMAGE_CHANNELS, spec.imageSize, spec.imageSize]),
     text: b.input(IO.text, 'float32', ['B', spec.vocabSize]),
     mask: b.input(IO.mask, 'float32', ['B', numActions(spec)]),
+    ...(spec.previousAction ? { prev: b.input(IO.prev, 'float32', ['B', prevWidth(spec)]) } : {}),
   };
 }
 
 /**
- * Inference graph: inputs obs [B,3,S,S], text [B,V], mask [B,A]; outputs logp [B,A] and entropy [B].
+ * Inference graph: inputs obs [B,3,S,S], text [B,V], mask [B,A] (+ prev [B,2A]); outputs logp [B,A] and entropy [B].
  * With `weights`, they are baked in as initializers (≈2× faster at small batch; the policy server rebuilds
  * the session per checkpoint). Without, every weight is a graph input (the trainer's recompute pass).
  */
 export function buildForwardGraph(spec: PolicySpec, weights?: PolicyWeights): Uint8Array {
   const b = new GraphBuilder('dartflow_policy_forward');
-  const { obs, text, mask } = declareObservationInputs(b, spec);
+  const { obs, text, mask, prev } = declareObservationInputs(b, spec);
   for (const p of paramShapes(spec)) {
     if (weights) {
       const data = weights[p.name];
@@ -113,7 +165,7 @@ export function buildForwardGraph(spec: PolicySpec, weights?: PolicyWeights): Ui
       b.input(p.name, 'float32', p.shape);
     }
   }
-  const t = emitForward(b, spec, (n) => n, obs, text, mask);
+  const t = emitForward(b, spec, (n) => n, obs, text, mask, prev);
   b.output(t.logp, IO.logp, 'float32', ['B', numActions(spec)]);
   b.output(t.entropy, IO.entropy, 'float32', ['B']);
   return b.encode({ docString: `dartflow policy forward ${JSON.stringify(spec)}` });

@@ -11,7 +11,7 @@
  * Any loss that depends on the network only through logp[a] and H is expressible this way, because
  * ∂L/∂logits = g·(onehot − p) + c·(−p·(logp + H)) and the rest is the chain rule through the net.
  *
- * Inputs: obs, text, mask, onehot [B,A] (taken action), g [B], ent_coef [B], and every weight.
+ * Inputs: obs, text, mask (+ prev), onehot [B,A] (taken action), g [B], ent_coef [B], and every weight.
  * Outputs: logp_action [B], entropy [B], and `grad.<weight name>` for every weight (same shape).
  */
 import { attr, GraphBuilder } from './onnx/builder';
@@ -21,6 +21,7 @@ import {
   numActions,
   numCells,
   paramShapes,
+  PREV_SUMMARY,
   trunkChannels,
   type ConvGeometry,
   type PolicySpec,
@@ -64,12 +65,12 @@ export function buildTrainGraph(spec: PolicySpec): Uint8Array {
   const geo = convGeometry(spec);
   const params = paramShapes(spec);
 
-  const { obs, text, mask } = declareObservationInputs(b, spec);
+  const { obs, text, mask, prev } = declareObservationInputs(b, spec);
   const onehot = b.input(IO.onehot, 'float32', ['B', A]);
   const gCoef = b.input(IO.g, 'float32', ['B']);
   const cCoef = b.input(IO.entCoef, 'float32', ['B']);
   for (const p of params) b.input(p.name, 'float32', p.shape);
-  const t = emitForward(b, spec, (n) => n, obs, text, mask);
+  const t = emitForward(b, spec, (n) => n, obs, text, mask, prev);
 
   const grads = new Map<string, string>();
   // Loss head: dL/dlogits = g·(onehot − p) + c·(−p·(logp + H)).
@@ -80,18 +81,25 @@ export function buildTrainGraph(spec: PolicySpec): Uint8Array {
   const dEntropy = b.mul(c1, b.neg(b.mul(t.p, b.add(t.logp, h1))));
   const dlogits = b.add(dPolicy, dEntropy);
 
+  if (t.prev) {
+    // Direct bias: logits += Σ_c prev[:,c,:] ⊙ biasRow[c,:], biasRow = flatten(prev.bias)·Sᵀ.
+    // dbiasRow = Σ_b prev ⊙ [dlogits | dlogits]; d flatten(prev.bias) = dbiasRow · S.
+    const dl2 = b.op('Concat', [dlogits, dlogits], { axis: attr.int(1) });
+    const dBiasRow = b.reduceSum(b.mul(t.prev.input, dl2), [0], true); // [1,2A]
+    const dBias = b.gemm(dBiasRow, t.prev.pooling, undefined, { transB: false }); // [1,K]
+    grads.set('prev.bias', b.reshape(dBias, [2, PREV_SUMMARY / 2]));
+  }
+
   // Token head: tokens = pooled·Wtᵀ + bt.
   const dtok = b.slice(dlogits, 1, cells, A);
   grads.set('token.weight', b.gemm(dtok, t.pooled, undefined, { transA: true, transB: false }));
   grads.set('token.bias', b.reduceSum(dtok, [0], false));
   const dpooled = b.gemm(dtok, 'token.weight', undefined, { transB: false });
-  // Global average pool spreads dpooled evenly over the G×G positions (broadcast add below).
-  const dhPool = b.mul(b.unsqueeze(dpooled, [2, 3]), b.scalar(1 / (G * G)));
 
   // Click head: a 1×1 conv, so the generic conv gradients apply.
-  const clickGeo: ConvGeometry = {
+  const oneByOne = (outChannels: number): ConvGeometry => ({
     index: -1,
-    outChannels: 1,
+    outChannels,
     kernel: 1,
     stride: 1,
     pad: 0,
@@ -99,11 +107,36 @@ export function buildTrainGraph(spec: PolicySpec): Uint8Array {
     inSize: G,
     outSize: G,
     outputPadding: 0,
-  };
+  });
+  const clickGeo = oneByOne(1);
   const dclick = b.reshape(b.slice(dlogits, 1, 0, cells), [-1, 1, G, G]);
-  grads.set('click.weight', convWeightGrad(b, clickGeo, t.h, dclick));
+  grads.set('click.weight', convWeightGrad(b, clickGeo, t.clickIn, dclick));
   grads.set('click.bias', b.reduceSum(dclick, [0, 2, 3], false));
-  const dh = b.add(convInputGrad(b, clickGeo, dclick, 'click.weight'), dhPool);
+  const dClickIn = convInputGrad(b, clickGeo, dclick, 'click.weight');
+
+  let dhClick = dClickIn;
+  let dpooledAll = dpooled;
+  if (t.ctx) {
+    // clickIn = relu(u), u = h + row(rowMean) + col(colMean) + (pooled·Wgᵀ + b) broadcast over [G,G].
+    // The 1×1 convs' weight/input gradients are shape-generic, so they apply to the [G,1] / [1,G] maps.
+    const ctxGeo = oneByOne(C);
+    const du = reluBackward(b, dClickIn, t.ctx.u);
+    const dRow = b.reduceSum(du, [3], true); // [B,C,G,1]
+    const dCol = b.reduceSum(du, [2], true); // [B,C,1,G]
+    const dGlob = b.reduceSum(du, [2, 3], false); // [B,C]
+    grads.set('ctx.row', convWeightGrad(b, ctxGeo, t.ctx.rowMean, dRow));
+    grads.set('ctx.col', convWeightGrad(b, ctxGeo, t.ctx.colMean, dCol));
+    grads.set('ctx.global', b.gemm(dGlob, t.pooled, undefined, { transA: true, transB: false }));
+    grads.set('ctx.bias', b.reduceSum(dGlob, [0], false));
+    // Each mean spreads its gradient evenly (1/G) along the reduced axis; Add broadcasts it back.
+    const dRowMean = b.mul(convInputGrad(b, ctxGeo, dRow, 'ctx.row'), b.scalar(1 / G));
+    const dColMean = b.mul(convInputGrad(b, ctxGeo, dCol, 'ctx.col'), b.scalar(1 / G));
+    dhClick = b.add(du, b.add(dRowMean, dColMean));
+    dpooledAll = b.add(dpooled, b.gemm(dGlob, 'ctx.global', undefined, { transB: false }));
+  }
+  // Global average pool spreads dpooled evenly over the G×G positions (broadcast add below).
+  const dhPool = b.mul(b.unsqueeze(dpooledAll, [2, 3]), b.scalar(1 / (G * G)));
+  const dh = b.add(dhClick, dhPool);
 
   // FiLM + ReLU: h = relu(z·s + β), s = 1+γ.
   const dy = reluBackward(b, dh, t.filmPre);
@@ -115,6 +148,7 @@ export function buildTrainGraph(spec: PolicySpec): Uint8Array {
   grads.set('film.bias', b.reduceSum(dfilm, [0], false));
   const dembed = b.gemm(dfilm, 'film.weight', undefined, { transB: false });
   grads.set('text.weight', b.gemm(dembed, t.textIn, undefined, { transA: true, transB: false }));
+  if (t.prev) grads.set('prev.embed', b.gemm(dembed, t.prev.summary, undefined, { transA: true, transB: false }));
 
   // Conv trunk, last to first.
   let dz = b.mul(dy, t.scale4);

@@ -1,10 +1,14 @@
 /**
  * Observation encoding for the embedded policy: screenshot PNG → [3,S,S] float32 in [0,1] (area average),
- * instruction → L2-normalised hashed bag-of-words [V]. Both are pure functions of their inputs, so a
- * trajectory's stored PNG and instruction reproduce the exact network input at training time.
+ * instruction → L2-normalised bag-of-words [V] (policy/vocabulary.ts), previous action → [2A] one-hot.
+ * All are pure functions of their inputs, so a trajectory's stored PNGs, instruction and steps reproduce
+ * the exact network input at training time.
  */
 import { PNG } from 'pngjs';
-import { IMAGE_CHANNELS, type PolicySpec } from './spec';
+import { IMAGE_CHANNELS, numActions, prevWidth, type PolicySpec } from './spec';
+import { wordSlot } from './vocabulary';
+
+export { fnv1a } from './vocabulary';
 
 /**
  * Per-axis area weights: output cell o covers [o·n/m, (o+1)·n/m) of the input; each input pixel
@@ -102,30 +106,49 @@ export function encodeScreenshot(png: Uint8Array, spec: Pick<PolicySpec, 'imageS
   );
 }
 
-/** FNV-1a 32-bit over the UTF-8 bytes: stable across runs, machines and Node versions. */
-export function fnv1a(s: string): number {
-  let h = 0x811c9dc5;
-  for (const byte of new TextEncoder().encode(s)) {
-    h ^= byte;
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
-
 /** Lower-case word tokens (letters and digits; quotes and punctuation split words). */
 export function tokenize(text: string): string[] {
   return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
-/** Hashed bag-of-words [V], L2-normalised so instruction length does not change the input's scale. */
-export function encodeInstruction(text: string, spec: Pick<PolicySpec, 'vocabSize'>): Float32Array {
+/** Bag-of-words [V] over the spec's word slots, L2-normalised so instruction length does not change its scale. */
+export function encodeInstruction(text: string, spec: Pick<PolicySpec, 'vocabSize' | 'textEncoding'>): Float32Array {
   const v = new Float32Array(spec.vocabSize);
-  for (const word of tokenize(text)) v[fnv1a(word) % spec.vocabSize]! += 1;
+  for (const word of tokenize(text)) v[wordSlot(word, spec.textEncoding, spec.vocabSize)]! += 1;
   let norm = 0;
   for (const x of v) norm += x * x;
   if (norm > 0) {
     const inv = 1 / Math.sqrt(norm);
     for (let i = 0; i < v.length; i++) v[i]! *= inv;
   }
+  return v;
+}
+
+/** The action taken at the previous step of the episode, and whether the screen differs since. */
+export interface PreviousAction {
+  /** Index in the policy's action space (policy/action-space.ts). */
+  actionIndex: number;
+  /**
+   * True when this step's screenshot differs from the previous step's (PNG bytes; the trainer compares
+   * the content-addressed screenshot keys, i.e. the same bytes).
+   */
+  changed: boolean;
+}
+
+/**
+ * The `prev` input [2A]: a 1 at actionIndex in the first half when the action changed the screen, in the
+ * second half when it changed nothing; all zero on the first step (`null`/`undefined`).
+ */
+export function encodePreviousAction(
+  previous: PreviousAction | null | undefined,
+  spec: Pick<PolicySpec, 'gridSize'>
+): Float32Array {
+  const v = new Float32Array(prevWidth(spec));
+  if (!previous) return v;
+  const A = numActions(spec);
+  const { actionIndex } = previous;
+  if (!Number.isInteger(actionIndex) || actionIndex < 0 || actionIndex >= A)
+    throw new RangeError(`previous action index ${actionIndex} is outside the ${A} actions`);
+  v[(previous.changed ? 0 : A) + actionIndex] = 1;
   return v;
 }

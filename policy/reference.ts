@@ -3,7 +3,7 @@
  * (not from the ONNX graph code). Tests only: it checks the generated forward graph and serves as the
  * float64 loss for finite-difference checks of the generated backward graph.
  */
-import { convGeometry, IMAGE_CHANNELS, numActions, trunkChannels, type PolicySpec } from './spec';
+import { convGeometry, IMAGE_CHANNELS, numActions, numCells, NUM_TOKENS, trunkChannels, type PolicySpec } from './spec';
 
 export type RefWeights = Record<string, ArrayLike<number>>;
 
@@ -12,6 +12,8 @@ export interface RefBatch {
   obs: ArrayLike<number>; // [B,3,S,S]
   text: ArrayLike<number>; // [B,V]
   mask: ArrayLike<number>; // [B,A]
+  /** [B,2A] previous action (required when spec.previousAction; absent = zeros). */
+  prev?: ArrayLike<number>;
 }
 
 function get(w: RefWeights, name: string): ArrayLike<number> {
@@ -87,6 +89,44 @@ function linear(
 
 const relu = (x: Float64Array): Float64Array => x.map((v) => (v > 0 ? v : 0));
 
+/**
+ * relu(h[c,y,x] + Σ_i Wr[c,i]·mean_x' h[i,y,x'] + Σ_i Wc[c,i]·mean_y' h[i,y',x] + Σ_i Wg[c,i]·mean h[i] + b[c]).
+ */
+function clickContext(spec: PolicySpec, w: RefWeights, h: Float64Array, pooled: Float64Array, B: number): Float64Array {
+  const C = trunkChannels(spec);
+  const G = spec.gridSize;
+  const wr = get(w, 'ctx.row');
+  const wc = get(w, 'ctx.col');
+  const wg = get(w, 'ctx.global');
+  const bias = get(w, 'ctx.bias');
+  const out = new Float64Array(h.length);
+  const at = (b: number, c: number, y: number, x: number): number => ((b * C + c) * G + y) * G + x;
+  for (let b = 0; b < B; b++) {
+    const rowMean = new Float64Array(C * G);
+    const colMean = new Float64Array(C * G);
+    for (let i = 0; i < C; i++)
+      for (let y = 0; y < G; y++)
+        for (let x = 0; x < G; x++) {
+          rowMean[i * G + y]! += h[at(b, i, y, x)]! / G;
+          colMean[i * G + x]! += h[at(b, i, y, x)]! / G;
+        }
+    for (let c = 0; c < C; c++) {
+      let g = bias[c]!;
+      for (let i = 0; i < C; i++) g += wg[c * C + i]! * pooled[b * C + i]!;
+      for (let y = 0; y < G; y++) {
+        let r = 0;
+        for (let i = 0; i < C; i++) r += wr[c * C + i]! * rowMean[i * G + y]!;
+        for (let x = 0; x < G; x++) {
+          let col = 0;
+          for (let i = 0; i < C; i++) col += wc[c * C + i]! * colMean[i * G + x]!;
+          out[at(b, c, y, x)] = Math.max(0, h[at(b, c, y, x)]! + r + col + g);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 export function referenceForward(
   spec: PolicySpec,
   w: RefWeights,
@@ -118,8 +158,32 @@ export function referenceForward(
     ch = g.outChannels;
     n = g.outSize;
   }
+  // Previous action, written from the description (not via the pooling matrix): for each sample, the
+  // condition c (0 changed, 1 unchanged) and the slot k (0 click, 1+t token t) of its one-hot entry.
+  const cells = numCells(spec);
+  const slotOf = (a: number): number => (a < cells ? 0 : 1 + a - cells);
+  const K1 = 1 + NUM_TOKENS;
+  const prevHits: Array<Array<{ c: number; a: number }>> = [];
+  for (let b = 0; b < B; b++) {
+    const hits: Array<{ c: number; a: number }> = [];
+    if (spec.previousAction && batch.prev) {
+      for (let c = 0; c < 2; c++)
+        for (let a = 0; a < A; a++) {
+          const v = batch.prev[b * 2 * A + c * A + a]!;
+          if (v === 1) hits.push({ c, a });
+          else if (v !== 0) throw new Error(`reference: prev values must be 0 or 1, got ${v}`);
+        }
+    }
+    prevHits.push(hits);
+  }
   // FiLM
   const e = linear(batch.text, B, spec.vocabSize, get(w, 'text.weight'), null, spec.textEmbed);
+  if (spec.previousAction) {
+    const pe = get(w, 'prev.embed');
+    for (let b = 0; b < B; b++)
+      for (const { c, a } of prevHits[b]!)
+        for (let i = 0; i < spec.textEmbed; i++) e[b * spec.textEmbed + i]! += pe[i * 2 * K1 + c * K1 + slotOf(a)]!;
+  }
   const f = linear(e, B, spec.textEmbed, get(w, 'film.weight'), get(w, 'film.bias'), 2 * C);
   const h = new Float64Array(B * C * G * G);
   for (let b = 0; b < B; b++) {
@@ -132,26 +196,34 @@ export function referenceForward(
       }
     }
   }
-  // Heads
-  const cw = get(w, 'click.weight');
-  const cb = get(w, 'click.bias')[0]!;
+  // Global mean (token head and click context)
   const pooled = new Float64Array(B * C);
-  const logits = new Float64Array(B * A);
-  for (let b = 0; b < B; b++) {
-    for (let j = 0; j < G * G; j++) {
-      let acc = cb;
-      for (let c = 0; c < C; c++) acc += cw[c]! * h[(b * C + c) * G * G + j]!;
-      logits[b * A + j] = acc;
-    }
+  for (let b = 0; b < B; b++)
     for (let c = 0; c < C; c++) {
       let s = 0;
       for (let j = 0; j < G * G; j++) s += h[(b * C + c) * G * G + j]!;
       pooled[b * C + c] = s / (G * G);
     }
+  const clickIn = spec.clickContext ? clickContext(spec, w, h, pooled, B) : h;
+  // Heads
+  const cw = get(w, 'click.weight');
+  const cb = get(w, 'click.bias')[0]!;
+  const logits = new Float64Array(B * A);
+  for (let b = 0; b < B; b++) {
+    for (let j = 0; j < G * G; j++) {
+      let acc = cb;
+      for (let c = 0; c < C; c++) acc += cw[c]! * clickIn[(b * C + c) * G * G + j]!;
+      logits[b * A + j] = acc;
+    }
   }
   const tokens = linear(pooled, B, C, get(w, 'token.weight'), get(w, 'token.bias'), A - G * G);
   for (let b = 0; b < B; b++)
     for (let t = 0; t < A - G * G; t++) logits[b * A + G * G + t] = tokens[b * (A - G * G) + t]!;
+  if (spec.previousAction) {
+    // The previous action's own logit gets the bias of its (condition, click|token) slot.
+    const pb = get(w, 'prev.bias');
+    for (let b = 0; b < B; b++) for (const { c, a } of prevHits[b]!) logits[b * A + a]! += pb[c * K1 + slotOf(a)]!;
+  }
   // Mask, log-softmax, entropy
   const logp = new Float64Array(B * A);
   const entropy = new Float64Array(B);

@@ -9,21 +9,27 @@
 import * as ort from 'onnxruntime-node';
 import { buildForwardGraph, IO } from './graph-forward';
 import { buildTrainGraph } from './graph-train';
-import { IMAGE_CHANNELS, numActions, paramShapes, type PolicySpec } from './spec';
+import { IMAGE_CHANNELS, numActions, paramShapes, prevWidth, type PolicySpec } from './spec';
 import { checkWeights, type PolicyWeights } from './weights';
 
-/** A batch of observations, row-major and contiguous: obs [B,3,S,S], text [B,V], mask [B,A]. */
+/**
+ * A batch of observations, row-major and contiguous: obs [B,3,S,S], text [B,V], mask [B,A], and prev
+ * [B,2A] for a spec with previousAction (absent = every row is a first step: zeros).
+ */
 export interface PolicyBatch {
   batch: number;
   obs: Float32Array;
   text: Float32Array;
   mask: Float32Array;
+  prev?: Float32Array;
 }
 
 export interface ObservationRow {
   obs: Float32Array;
   text: Float32Array;
   mask: Float32Array;
+  /** encodePreviousAction(...) [2A]; absent = no previous action (first step). */
+  prev?: Float32Array;
 }
 
 /** Concatenates per-request rows into one batch (the policy server's dynamic batching). */
@@ -36,10 +42,17 @@ export function packBatch(spec: PolicySpec, rows: readonly ObservationRow[]): Po
     text: new Float32Array(rows.length * spec.vocabSize),
     mask: new Float32Array(rows.length * A),
   };
+  const P = prevWidth(spec);
+  if (spec.previousAction) batch.prev = new Float32Array(rows.length * P);
   rows.forEach((r, i) => {
     batch.obs.set(r.obs, i * so);
     batch.text.set(r.text, i * spec.vocabSize);
     batch.mask.set(r.mask, i * A);
+    if (batch.prev && r.prev) {
+      if (r.prev.length !== P)
+        throw new Error(`policy batch: row ${i} prev has ${r.prev.length} values, expected ${P}`);
+      batch.prev.set(r.prev, i * P);
+    }
   });
   checkBatch(spec, batch);
   return batch;
@@ -52,6 +65,7 @@ function checkBatch(spec: PolicySpec, b: PolicyBatch): void {
     ['text', b.text, B * spec.vocabSize],
     ['mask', b.mask, B * numActions(spec)],
   ];
+  if (spec.previousAction && b.prev) want.push(['prev', b.prev, B * prevWidth(spec)]);
   if (!Number.isInteger(B) || B < 1) throw new Error(`policy batch size must be a positive integer, got ${B}`);
   for (const [name, arr, n] of want)
     if (arr.length !== n) throw new Error(`policy batch: ${name} has ${arr.length} values, expected ${n} for B=${B}`);
@@ -60,11 +74,16 @@ function checkBatch(spec: PolicySpec, b: PolicyBatch): void {
 function observationFeeds(spec: PolicySpec, b: PolicyBatch): Record<string, ort.Tensor> {
   checkBatch(spec, b);
   const S = spec.imageSize;
-  return {
+  const feeds: Record<string, ort.Tensor> = {
     [IO.obs]: new ort.Tensor('float32', b.obs, [b.batch, IMAGE_CHANNELS, S, S]),
     [IO.text]: new ort.Tensor('float32', b.text, [b.batch, spec.vocabSize]),
     [IO.mask]: new ort.Tensor('float32', b.mask, [b.batch, numActions(spec)]),
   };
+  if (spec.previousAction) {
+    const P = prevWidth(spec);
+    feeds[IO.prev] = new ort.Tensor('float32', b.prev ?? new Float32Array(b.batch * P), [b.batch, P]);
+  }
+  return feeds;
 }
 
 function weightFeeds(spec: PolicySpec, weights: PolicyWeights): Record<string, ort.Tensor> {

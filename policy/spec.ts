@@ -3,14 +3,26 @@
  * forward+backward ONNX graph, weight init, checkpoint validation, the TS reference) is derived from a
  * PolicySpec, so a bigger variant is a different spec value, never different code.
  *
- * Network (default ≈24k parameters, reference/env-and-policy.md §B7):
+ * Network (default ≈26k parameters, reference/env-and-policy.md §B7; spec version 2, issue 14):
  *   obs [B,3,64,64] → conv(3→16, 4×4 s2 p1) → ReLU → conv(16→32, 4×4 s2 p1) → ReLU → conv(32→32, 3×3 p1)
- *   → FiLM: z·(1+γ)+β with [γ,β] = film(textEmbed(text)) → ReLU → h [B,C,16,16]
- *   click head: 1×1 conv h → [B,1,16,16] → 256 logits; token head: GAP(h) → Gemm → 16 logits
- *   logits = concat(click, tokens) + mask (0 or −1e9) → LogSoftmax → logp [B,272]; entropy [B].
+ *   → FiLM: z·(1+γ)+β with [γ,β] = film(textEmbed(text) + prevEmbed(prev)) → ReLU → h [B,C,16,16]
+ *   click context (clickContext): h' = ReLU(h + Wr·rowMean(h) + Wc·colMean(h) + Wg·GAP(h) + b)
+ *   click head: 1×1 conv h' → [B,1,16,16] → 256 logits; token head: GAP(h) → Gemm → 16 logits
+ *   logits = concat(click, tokens) + prevBias(prev) + mask (0 or −1e9) → LogSoftmax → logp [B,272]; entropy [B].
+ *
+ * Receptive field of a click logit: the conv trunk alone sees 4+3·2+2·4 = 18 input pixels of 64 (≈45 px of
+ * the 160-px page). With clickContext it also sees its whole row and column of h (every 16-px-high band
+ * across the page and every column band) and the global mean of h: the entire page, so e.g. the colour
+ * swatch left of a focus-field input, or "all wanted boxes ticked" for a Submit click, reaches the logit.
+ *
+ * prev [B,2A] is the previous action as two one-hot halves: [changed the screen | changed nothing]
+ * (all zero on the first step). It enters twice: as a direct additive logit bias per (condition, click
+ * or token) — so a greedy policy can learn, and starts with a prior, not to repeat an action that did
+ * nothing — and, pooled to (condition, click or token), through the FiLM embedding into the features.
  */
 import { z } from 'zod';
 import type { ExpectedTensor } from '../storage/safetensors';
+import { TEXT_ENCODINGS, vocabularyWords } from './vocabulary';
 
 /** The 16 non-click actions, in logit order after the grid cells. Reserved slots are always masked. */
 export const TOKEN_NAMES = [
@@ -49,11 +61,20 @@ export const ConvLayerSpecSchema = z.object({
 export type ConvLayerSpec = z.infer<typeof ConvLayerSpecSchema>;
 
 export const PolicySpecSchema = z.object({
-  /** Bump when the meaning of the fields or the graph layout changes (checkpoints record it). */
-  version: z.literal(1),
+  /**
+   * Bump when the meaning of the fields or the graph layout changes (checkpoints record it). 2: the
+   * instruction vocabulary, click context and previous-action input (issue 14); v1 checkpoints are refused.
+   */
+  version: z.literal(2),
   /** Side of the square RGB observation in pixels (the screenshot is area-downsampled to it). */
   imageSize: z.number().int().min(8).max(512),
-  /** Hashed bag-of-words buckets for the instruction (V). */
+  /**
+   * How instruction words map to the V text slots (policy/vocabulary.ts): `words-v1` gives every word
+   * the task pages use its own slot, then V − |words| hashed out-of-vocabulary buckets; `hash` hashes all
+   * words into V buckets (spec v1's encoding, with collisions such as tick/black and menu/cyan at V=256).
+   */
+  textEncoding: z.enum(TEXT_ENCODINGS),
+  /** Width V of the instruction's bag-of-words input (named words + OOV buckets). */
   vocabSize: z.number().int().min(1).max(65536),
   /**
    * Width E of the linear text embedding in front of the FiLM Gemm. FiLM(text) = W_f·(W_e·text) + b_f is a
@@ -68,13 +89,19 @@ export const PolicySpecSchema = z.object({
   convs: z.array(ConvLayerSpecSchema).min(1).max(16),
   /** Side of the click grid: gridSize² click cells, each cell's centre is a click target. */
   gridSize: z.number().int().min(1).max(64),
+  /** Row, column and global context of the feature map added before the click head (see above). */
+  clickContext: z.boolean(),
+  /** The previous action and whether it changed the screen as input `prev` [B,2A] (see above). */
+  previousAction: z.boolean(),
 });
 export type PolicySpec = z.infer<typeof PolicySpecSchema>;
 
 export const defaultPolicySpec: PolicySpec = {
-  version: 1,
+  version: 2,
   imageSize: 64,
-  vocabSize: 256,
+  textEncoding: 'words-v1',
+  // 63 named words + 65 OOV buckets; half of v1's 256 hashed buckets, so text.weight costs 2k, not 4k.
+  vocabSize: 128,
   textEmbed: 16,
   convs: [
     { outChannels: 16, kernel: 4, stride: 2, pad: 1 },
@@ -82,6 +109,20 @@ export const defaultPolicySpec: PolicySpec = {
     { outChannels: 32, kernel: 3, stride: 1, pad: 1 },
   ],
   gridSize: 16,
+  clickContext: true,
+  previousAction: true,
+};
+
+/**
+ * Spec v1's network expressed in v2 (hashed 256-bucket text, no click context, no previous action): the
+ * baseline of the issue-14 A/B (bench/learning.ts --ab). Same graph and parameter count as v1.
+ */
+export const legacyPolicySpec: PolicySpec = {
+  ...defaultPolicySpec,
+  textEncoding: 'hash',
+  vocabSize: 256,
+  clickContext: false,
+  previousAction: false,
 };
 
 /** The same architecture with every conv's channel count multiplied (the "one setting" to scale up). */
@@ -97,6 +138,10 @@ export const NUM_TOKENS = TOKEN_NAMES.length;
 
 export const numCells = (spec: Pick<PolicySpec, 'gridSize'>): number => spec.gridSize * spec.gridSize;
 export const numActions = (spec: Pick<PolicySpec, 'gridSize'>): number => numCells(spec) + NUM_TOKENS;
+/** Width of the `prev` input: one-hot previous action, [changed the screen | changed nothing]. */
+export const prevWidth = (spec: Pick<PolicySpec, 'gridSize'>): number => 2 * numActions(spec);
+/** Width of the pooled previous-action summary: per condition, [a click, token 0 … token 15]. */
+export const PREV_SUMMARY = 2 * (1 + NUM_TOKENS);
 /** Channels C of the last conv (the FiLM'd feature map). */
 export const trunkChannels = (spec: PolicySpec): number => spec.convs[spec.convs.length - 1]!.outChannels;
 
@@ -125,6 +170,11 @@ export function convGeometry(spec: PolicySpec): ConvGeometry[] {
   });
   if (inSize !== spec.gridSize)
     throw new Error(`policy spec: conv trunk ends at ${inSize}×${inSize}, gridSize is ${spec.gridSize}`);
+  const words = vocabularyWords(spec.textEncoding);
+  if (spec.textEncoding !== 'hash' && spec.vocabSize <= words)
+    throw new Error(
+      `policy spec: vocabSize ${spec.vocabSize} leaves no out-of-vocabulary bucket after the ${words} words of ${spec.textEncoding}`
+    );
   return layers;
 }
 
@@ -154,12 +204,22 @@ export function paramShapes(spec: PolicySpec): ParamShape[] {
   }
   const c = trunkChannels(spec);
   out.push({ name: 'text.weight', shape: [spec.textEmbed, spec.vocabSize], fanIn: spec.vocabSize });
+  if (spec.previousAction) out.push({ name: 'prev.embed', shape: [spec.textEmbed, PREV_SUMMARY], fanIn: PREV_SUMMARY });
   out.push({ name: 'film.weight', shape: [2 * c, spec.textEmbed], fanIn: spec.textEmbed });
   out.push({ name: 'film.bias', shape: [2 * c], fanIn: spec.textEmbed });
+  if (spec.clickContext) {
+    // Row and column context as 1×1 convs over the [B,C,G,1] / [B,C,1,G] means, global as a Gemm.
+    out.push({ name: 'ctx.row', shape: [c, c, 1, 1], fanIn: 3 * c });
+    out.push({ name: 'ctx.col', shape: [c, c, 1, 1], fanIn: 3 * c });
+    out.push({ name: 'ctx.global', shape: [c, c], fanIn: 3 * c });
+    out.push({ name: 'ctx.bias', shape: [c], fanIn: 3 * c });
+  }
   out.push({ name: 'click.weight', shape: [1, c, 1, 1], fanIn: c });
   out.push({ name: 'click.bias', shape: [1], fanIn: c });
   out.push({ name: 'token.weight', shape: [NUM_TOKENS, c], fanIn: c });
   out.push({ name: 'token.bias', shape: [NUM_TOKENS], fanIn: c });
+  // [condition, click or token]: the logit bias for repeating the previous action (see weights.ts init).
+  if (spec.previousAction) out.push({ name: 'prev.bias', shape: [2, 1 + NUM_TOKENS], fanIn: 1 });
   return out;
 }
 
@@ -176,13 +236,32 @@ export function paramCount(spec: PolicySpec): number {
 
 /** Canonical JSON of a spec (fixed key order) to record in checkpoints and compare on load. */
 export function specKey(spec: PolicySpec): string {
-  const { version, imageSize, vocabSize, textEmbed, convs, gridSize } = spec;
+  const { version, imageSize, textEncoding, vocabSize, textEmbed, convs, gridSize, clickContext, previousAction } =
+    spec;
   return JSON.stringify({
     version,
     imageSize,
+    textEncoding,
     vocabSize,
     textEmbed,
     convs: convs.map(({ outChannels, kernel, stride, pad }) => ({ outChannels, kernel, stride, pad })),
     gridSize,
+    clickContext,
+    previousAction,
   });
+}
+
+/**
+ * The pooling matrix S [2A, PREV_SUMMARY] from `prev` to its summary: row c·A + a has a single 1 at column
+ * c·(1+T) + k, where k = 0 for a click cell and 1 + t for token t. `prev · S` is the summary the FiLM
+ * embedding reads; `prev.bias` (flattened) · Sᵀ spreads the per-(condition, click|token) bias over all A.
+ */
+export function prevPooling(spec: Pick<PolicySpec, 'gridSize'>): Float32Array {
+  const A = numActions(spec);
+  const cells = numCells(spec);
+  const s = new Float32Array(2 * A * PREV_SUMMARY);
+  for (let c = 0; c < 2; c++)
+    for (let a = 0; a < A; a++)
+      s[(c * A + a) * PREV_SUMMARY + c * (1 + NUM_TOKENS) + (a < cells ? 0 : 1 + a - cells)] = 1;
+  return s;
 }

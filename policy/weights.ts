@@ -27,15 +27,33 @@ export const WEIGHTS_FORMAT = 'dartflow-policy-weights/1';
  *   embedding has unit scale whatever V is;
  * - film.weight: 0.1/√E, so γ, β ≈ 0.1 at init: the visual trunk starts almost unconditioned and the
  *   text pathway still receives gradient;
+ * - prev.embed: 0.5, since its input (the pooled previous action) is one-hot like the unit-norm text
+ *   vector, but it should not drown the instruction at init;
+ * - ctx.row/col/global: √(1/(3C)) (fanIn 3C: three context terms are summed), so the context added to
+ *   h has about h's scale and the click head sees it from the first update;
  * - head weights (click, token): 0.1/√C, so the initial policy is near uniform (high entropy), as
  *   usual for policy-gradient heads;
- * - biases: 0.
+ * - biases: 0, except prev.bias (below).
  */
 function initStd(name: string, fanIn: number): number {
   if (name.endsWith('.bias')) return 0;
   if (name.startsWith('conv')) return Math.sqrt(2 / fanIn);
   if (name === 'text.weight') return 1;
+  if (name === 'prev.embed') return 0.5;
+  if (name.startsWith('ctx.')) return Math.sqrt(1 / fanIn);
   return 0.1 / Math.sqrt(fanIn);
+}
+
+/**
+ * Initial logit bias for repeating an action that changed nothing (prev.bias row 1): a prior, learned
+ * further, that such a repeat is unlikely to help. Without it a greedy policy whose best guess is a
+ * background click (free on most pages) clicks the same spot until the step budget ends; e^−2 ≈ 0.14
+ * lowers that action's odds enough for the runner-up to win a near tie but not a confident choice.
+ */
+export const REPEAT_NOOP_PRIOR = -2;
+
+function initConstant(name: string, data: Float32Array): void {
+  if (name === 'prev.bias') data.fill(REPEAT_NOOP_PRIOR, data.length / 2);
 }
 
 /** Deterministic weights: the same (spec, seed) gives bit-identical tensors on every machine. */
@@ -46,6 +64,7 @@ export function initWeights(spec: PolicySpec, seed: number): PolicyWeights {
     const std = initStd(p.name, p.fanIn);
     const data = new Float32Array(sizeOf(p.shape));
     if (std > 0) for (let i = 0; i < data.length; i++) data[i] = std * normal(rng);
+    initConstant(p.name, data);
     out[p.name] = data;
   }
   return out;
@@ -94,7 +113,7 @@ export function weightsFromSafetensors(spec: PolicySpec, buf: Uint8Array, where?
   const { tensors, metadata, sha256 } = decodeSafetensors(buf, where);
   if (metadata.spec !== undefined && metadata.spec !== specKey(spec)) {
     throw new SafetensorsError(
-      `mismatch: checkpoint was written for spec ${metadata.spec}, expected ${specKey(spec)}`,
+      `mismatch: checkpoint was written for spec ${metadata.spec}, expected ${specKey(spec)}${olderSpecHint(metadata.spec, spec)}`,
       where
     );
   }
@@ -103,6 +122,19 @@ export function weightsFromSafetensors(spec: PolicySpec, buf: Uint8Array, where?
   for (const [name, t] of Object.entries(tensors)) weights[name] = asFloat32(t, name);
   checkWeights(spec, weights, where);
   return { weights, metadata, sha256 };
+}
+
+/** An explanation when a checkpoint predates this spec version (its weights cannot be converted). */
+function olderSpecHint(recorded: string, spec: PolicySpec): string {
+  let version: unknown;
+  try {
+    version = (JSON.parse(recorded) as { version?: unknown }).version;
+  } catch {
+    return '';
+  }
+  return typeof version === 'number' && version < spec.version
+    ? ` (a policy spec v${version} checkpoint: spec v${spec.version} changed the text encoding and added the click-context and previous-action inputs, so it cannot be loaded — start a new campaign or retrain)`
+    : '';
 }
 
 /** A deep copy (Adam updates weights in place; callers keep the version they serve). */

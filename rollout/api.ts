@@ -62,6 +62,11 @@ export const ActObservationSchema = z
     fields: z.array(z.string().max(10_000)).max(64).default([]),
     /** Extra validity mask (true = allowed), ANDed with the task's own. */
     mask: z.array(z.boolean()).max(65_536).optional(),
+    /**
+     * The episode's previous action and whether the screen changed since (the policy input `prev` of a
+     * spec with previousAction; the trainer rebuilds the same from steps.jsonl). Absent on the first step.
+     */
+    previous: z.object({ actionIndex: z.number().int().nonnegative(), changed: z.boolean() }).optional(),
   })
   .refine((o) => [o.pngBase64, o.screenshotKey, o.encoded].filter((x) => x !== undefined).length === 1, {
     message: 'exactly one of encoded, pngBase64 and screenshotKey is required',

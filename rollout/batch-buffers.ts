@@ -5,7 +5,7 @@
  * run(), so one set of buffers, sized for maxBatch and viewed at the batch's length, serves every batch.
  */
 import type { ObservationRow, PolicyBatch } from '../policy/session';
-import { IMAGE_CHANNELS, numActions, type PolicySpec } from '../policy/spec';
+import { IMAGE_CHANNELS, numActions, prevWidth, type PolicySpec } from '../policy/spec';
 
 export class BatchBuffers {
   private readonly obsSize: number;
@@ -13,6 +13,8 @@ export class BatchBuffers {
   private readonly obs: Float32Array;
   private readonly text: Float32Array;
   private readonly mask: Float32Array;
+  /** [maxBatch, 2A] when the spec has previousAction (policy/observation.ts encodePreviousAction). */
+  private readonly prev: Float32Array | undefined;
 
   constructor(
     private readonly spec: PolicySpec,
@@ -23,6 +25,7 @@ export class BatchBuffers {
     this.obs = new Float32Array(maxBatch * this.obsSize);
     this.text = new Float32Array(maxBatch * spec.vocabSize);
     this.mask = new Float32Array(maxBatch * this.actions);
+    this.prev = spec.previousAction ? new Float32Array(maxBatch * prevWidth(spec)) : undefined;
   }
 
   /**
@@ -41,12 +44,21 @@ export class BatchBuffers {
       this.obs.set(r.obs, i * this.obsSize);
       this.text.set(r.text, i * V);
       this.mask.set(r.mask, i * this.actions);
+      if (this.prev) {
+        const P = 2 * this.actions;
+        // A row without prev is a first step: zero it, since the buffer keeps the last batch's values.
+        if (r.prev && r.prev.length !== P)
+          throw new Error(`batch row ${i}: prev has ${r.prev.length} values, expected ${P}`);
+        if (r.prev) this.prev.set(r.prev, i * P);
+        else this.prev.fill(0, i * P, (i + 1) * P);
+      }
     });
     return {
       batch: B,
       obs: this.obs.subarray(0, B * this.obsSize),
       text: this.text.subarray(0, B * V),
       mask: this.mask.subarray(0, B * this.actions),
+      ...(this.prev ? { prev: this.prev.subarray(0, B * 2 * this.actions) } : {}),
     };
   }
 }

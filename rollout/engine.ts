@@ -9,7 +9,7 @@
  * served is a no-op (reloadPolicy is idempotent). A refused checkpoint leaves the served one untouched.
  *
  * Inference runs in this process, on the main thread. Why not a child process: one forward of the
- * default 23k-parameter net costs ≈0.12 ms at B=1 and ≈7 ms at B=64 (env-and-policy.md §B4), so with
+ * default (then 23k-parameter) net cost ≈0.12 ms at B=1 and ≈7 ms at B=64 (env-and-policy.md §B4), so with
  * maxBatch capped (default 32) one blocking run() stays in the low milliseconds — far below any
  * heartbeat or HTTP timeout — while a child process would add a copy of every 49 KB observation over
  * IPC. For a much wider spec, lower maxBatch (the cap is what bounds the event-loop stall).
@@ -22,7 +22,7 @@ import type { CanonicalAction } from '../schemas/actions';
 import type { ObjectStore } from '../storage/object-store';
 import { renderUiTarsResponse, uiTarsCoordSpace } from '../actions/uitars';
 import { actionFromIndex, actionMask } from '../policy/action-space';
-import { encodeInstruction } from '../policy/observation';
+import { encodeInstruction, encodePreviousAction, type PreviousAction } from '../policy/observation';
 import { sampleAction } from '../policy/sampling';
 import { createInferenceSession, type ObservationRow, type PolicyInference } from '../policy/session';
 import { IMAGE_CHANNELS, MASK_OFF, numActions, type PolicySpec } from '../policy/spec';
@@ -45,6 +45,11 @@ export type EngineObservation = EngineScreenshot & {
   fields: string[];
   /** Optional extra validity mask [A] (true = allowed), ANDed with the task's own mask. */
   mask?: boolean[];
+  /**
+   * The episode's previous action and whether the screen changed since (policy input `prev` of a spec
+   * with previousAction); absent on the first step. The trainer rebuilds it from steps.jsonl.
+   */
+  previous?: PreviousAction;
 };
 
 export interface EngineActOptions {
@@ -304,7 +309,18 @@ export class PolicyEngine {
         throw new BadActRequestError(`cannot decode the PNG: ${(err as Error).message}`);
       }
     }
-    const row: ObservationRow = { obs: image, text: this.encodeText(obs.instruction), mask: this.encodeMask(obs) };
+    let prev: Float32Array | undefined;
+    try {
+      prev = this.spec.previousAction ? encodePreviousAction(obs.previous, this.spec) : undefined;
+    } catch (err) {
+      throw new BadActRequestError((err as Error).message);
+    }
+    const row: ObservationRow = {
+      obs: image,
+      text: this.encodeText(obs.instruction),
+      mask: this.encodeMask(obs),
+      ...(prev ? { prev } : {}),
+    };
     const out = await this.batcher.submit(row);
     // Rows of a batch are computed independently, so a NaN or ∞ sent in an encoded image spoils only
     // its own row: refuse that request (a PNG cannot carry one).

@@ -31,12 +31,24 @@ function screenshotForServer(
 }
 
 export function createEmbeddedPolicy(client: PolicyServerClient, opts: { greedy?: boolean } = {}): EpisodePolicy {
+  // The episode's last action and screenshot: the policy's `prev` input (did the last action change
+  // the screen?), exactly as the trainer rebuilds it from the recorded steps (content-addressed keys are
+  // equal exactly when the PNG bytes are).
+  let last: { actionIndex: number; png: Uint8Array } | undefined;
   return {
     async act(obs, { seed, temperature }) {
       // Temperature 0 means "greedy" in campaign configs (evaluation); the server wants T > 0 to sample.
       const greedy = opts.greedy === true || temperature <= 0;
+      const previous = last
+        ? { actionIndex: last.actionIndex, changed: !Buffer.from(last.png).equals(Buffer.from(obs.png)) }
+        : undefined;
       const request = (inputSize: number | undefined) => ({
-        observation: { ...screenshotForServer(obs, inputSize), instruction: obs.instruction, fields: obs.fields },
+        observation: {
+          ...screenshotForServer(obs, inputSize),
+          instruction: obs.instruction,
+          fields: obs.fields,
+          ...(previous ? { previous } : {}),
+        },
         seed: seed >>> 0,
         temperature: greedy ? 1 : temperature,
         greedy,
@@ -50,6 +62,7 @@ export function createEmbeddedPolicy(client: PolicyServerClient, opts: { greedy?
         if (!(err instanceof PolicyRequestError && err.code === 'input_size_mismatch')) throw err;
         a = await client.act(request(undefined));
       }
+      last = { actionIndex: a.actionIndex, png: obs.png };
       return {
         action: a.action,
         actionText: a.actionText,

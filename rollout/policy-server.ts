@@ -132,7 +132,12 @@ async function resolveObservation(
   tensors: TensorSection,
   store: ObjectStore | undefined
 ): Promise<EngineObservation> {
-  const rest = { instruction: o.instruction, fields: o.fields, ...(o.mask ? { mask: o.mask } : {}) };
+  const rest = {
+    instruction: o.instruction,
+    fields: o.fields,
+    ...(o.mask ? { mask: o.mask } : {}),
+    ...(o.previous ? { previous: o.previous } : {}),
+  };
   if (o.encoded !== undefined)
     return { ...decodeEncodedScreenshot(o.encoded, imageSize, `${field}.encoded`, tensors), ...rest };
   let png: Uint8Array;

@@ -97,7 +97,7 @@ export const TrainerSchema = z
       .number()
       .positive()
       .default(3e-3)
-      .describe('Adam learning rate. DART used 1e-6 for a 7B VLM [§6.2]; 3e-3 suits the 23k-param embedded CNN.'),
+      .describe('Adam learning rate. DART used 1e-6 for a 7B VLM [§6.2]; 3e-3 suits the 26k-param embedded CNN.'),
     adamBeta1: prob.default(0.9).describe('Adam β1 (verl default 0.9).'),
     adamBeta2: prob.default(0.999).describe('Adam β2 (verl default 0.999).'),
     weightDecay: z.number().nonnegative().default(0).describe('AdamW decay [§6.2: 0.1 for the VLM].'),
@@ -142,7 +142,7 @@ export const PolicySchema = z
   .strictObject({
     kind: z.enum(['embedded', 'vlm']).default('embedded').describe('embedded ONNX CNN, or an OpenAI-compatible VLM.'),
     seed: z.number().int().default(0).describe('Seed of the initial weights.'),
-    width: posInt.default(1).describe('Channel multiplier of the embedded CNN (1 ≈ 23k parameters).'),
+    width: posInt.default(1).describe('Channel multiplier of the embedded CNN (1 ≈ 26k parameters).'),
     servers: posInt.default(1).describe('Policy servers to run/roll out to.'),
     maxBatch: posInt.default(32).describe('Dynamic batching: largest batch per inference call.'),
     maxWaitMs: z.number().nonnegative().default(2).describe('Dynamic batching: longest wait to fill a batch.'),

@@ -1,11 +1,11 @@
 /**
  * Turns trajectory references into step samples for the trainer: each step's screenshot (downsampled),
- * instruction vector, action mask, taken action index, behaviour log-prob, its policy version, and the
- * trajectory's reward and group. Screenshots are content-addressed, so a group's shared first frame is
+ * instruction vector, action mask, previous action (for a spec with previousAction), taken action index,
+ * behaviour log-prob, its policy version, and the trajectory's reward and group. Screenshots are content-addressed, so a group's shared first frame is
  * fetched and decoded once.
  */
 import { actionMask, indexFromAction } from '../../policy/action-space';
-import { encodeInstruction, encodeScreenshot } from '../../policy/observation';
+import { encodeInstruction, encodePreviousAction, encodeScreenshot } from '../../policy/observation';
 import type { PolicySpec } from '../../policy/spec';
 import { StepRecordSchema, TrajectoryManifestSchema } from '../../schemas/records';
 import { CorruptObjectError, ObjectNotFoundError } from '../../storage/errors';
@@ -20,6 +20,8 @@ export interface StepSample {
   obs: Float32Array;
   text: Float32Array;
   mask: Float32Array;
+  /** The `prev` input [2A] (spec.previousAction): the step before's action and whether the screen changed. */
+  prev?: Float32Array;
   action: number;
   /** null when the behaviour policy recorded none (e.g. demonstrations): IS weight 1. */
   behaviourLogProb: number | null;
@@ -96,14 +98,29 @@ export async function loadTrainSamples(
         const ctx = { fields: manifest.fields };
         const mask = actionMask(spec, { numFields: manifest.fields.length });
         groupVersions[ref.trajectoryId] = manifest.minPolicyVersion;
-        for (const step of steps) {
-          // The embedded policy records its own index; other policies' actions are mapped onto the grid.
-          const action =
-            opts.usePolicyIndex !== false && step.actionIndex !== undefined
-              ? step.actionIndex
-              : step.action
-                ? indexFromAction(spec, step.action, ctx)
-                : null;
+        // The embedded policy records its own index; other policies' actions are mapped onto the grid.
+        const indexOf = (step: (typeof steps)[number]): number | null =>
+          opts.usePolicyIndex !== false && step.actionIndex !== undefined
+            ? step.actionIndex
+            : step.action
+              ? indexFromAction(spec, step.action, ctx)
+              : null;
+        for (const [i, step] of steps.entries()) {
+          const action = indexOf(step);
+          // What the policy saw at rollout (rollout/engine.ts `previous`): the step before's action, and
+          // whether this screenshot differs — content-addressed keys are equal exactly when the PNGs are.
+          const before = i > 0 ? steps[i - 1]! : undefined;
+          const prevRaw = before ? indexOf(before) : null;
+          // An index this action space lacks (another policy's recording) is unknown, like a first step.
+          const prevIndex = prevRaw !== null && prevRaw >= 0 && prevRaw < mask.length ? prevRaw : null;
+          const prev = spec.previousAction
+            ? encodePreviousAction(
+                prevIndex === null
+                  ? null
+                  : { actionIndex: prevIndex, changed: before!.observationKey !== step.observationKey },
+                spec
+              )
+            : undefined;
           if (action === null || mask[action] !== 0) {
             groupSkippedSteps++;
             continue;
@@ -119,6 +136,7 @@ export async function loadTrainSamples(
             obs,
             text,
             mask,
+            ...(prev ? { prev } : {}),
             action,
             behaviourLogProb: manifest.source === 'demo' ? null : step.behaviourLogProb,
             policyVersion: step.policyVersion,

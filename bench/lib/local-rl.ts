@@ -25,6 +25,8 @@ import type { GroupSummary, TrajectorySummary } from '../../schemas/campaign';
 import { isSuccess } from '../../algorithms/success';
 import { CampaignConfigSchema, type CampaignConfig, type CampaignConfigInput } from '../../schemas/config';
 import type { ObjectStore } from '../../storage/object-store';
+import { defaultPolicySpec, type PolicySpec } from '../../policy/spec';
+import type { PreviousAction } from '../../policy/observation';
 import type { TaskSpec } from '../../tasks/schema';
 import {
   initialCampaignState,
@@ -79,6 +81,11 @@ export interface LocalRlOptions {
   precollected?: TrajectorySummary[];
   /** The start checkpoint's evaluation when it is already known (skips re-evaluating it). */
   initialEval?: CurvePoint;
+  /**
+   * Run with this policy architecture instead of the default (the issue-14 A/B: legacyPolicySpec vs the
+   * default). Width 1 only; see withPolicySpec for how the trainer is made to use it.
+   */
+  spec?: PolicySpec;
   log?: (line: string) => void;
 }
 
@@ -88,6 +95,11 @@ export interface CurvePoint {
   version: number;
   success: number;
   perTask: Record<string, number>;
+  /**
+   * Share of the evaluation's greedy steps that repeat the previous action although it changed nothing
+   * (the issue-14 "greedy no-op until the budget ends" failure), whatever the spec feeds the network.
+   */
+  noopRepeats?: number;
 }
 
 export interface LocalRlStats {
@@ -118,24 +130,63 @@ export interface LocalRlResult {
   stats: LocalRlStats;
 }
 
-function enginePolicy(engine: PolicyEngine, greedy: boolean): PolicyFactory {
-  return (): EpisodePolicy => ({
-    async act(obs, { seed, temperature }) {
-      const a = await engine.act(
-        { png: obs.png, instruction: obs.instruction, fields: obs.fields },
-        { seed, temperature: greedy ? 1 : temperature, greedy }
-      );
-      return {
-        action: a.action,
-        actionText: a.actionText,
-        actionIndex: a.actionIndex,
-        logProb: a.logProb,
-        entropy: a.entropy,
-        policyVersion: a.policyVersion,
-        policyServer: a.serverId,
-      };
-    },
-  });
+/**
+ * The engine as an episode's policy. A factory call is one episode, so the closure keeps the previous
+ * step's action and screenshot: the engine gets `previous` (action index, and whether this screenshot's
+ * bytes differ — what the trainer reads from the steps' content-addressed keys).
+ */
+interface RepeatCounter {
+  steps: number;
+  noopRepeats: number;
+}
+
+function enginePolicy(engine: PolicyEngine, greedy: boolean, counter?: RepeatCounter): PolicyFactory {
+  return (): EpisodePolicy => {
+    let last: { actionIndex: number; png: Uint8Array } | undefined;
+    return {
+      async act(obs, { seed, temperature }) {
+        const previous: PreviousAction | undefined = last && {
+          actionIndex: last.actionIndex,
+          changed: !Buffer.from(obs.png).equals(Buffer.from(last.png)),
+        };
+        const a = await engine.act(
+          { png: obs.png, instruction: obs.instruction, fields: obs.fields, ...(previous ? { previous } : {}) },
+          { seed, temperature: greedy ? 1 : temperature, greedy }
+        );
+        last = { actionIndex: a.actionIndex, png: obs.png };
+        if (counter) {
+          counter.steps++;
+          if (previous && !previous.changed && previous.actionIndex === a.actionIndex) counter.noopRepeats++;
+        }
+        return {
+          action: a.action,
+          actionText: a.actionText,
+          actionIndex: a.actionIndex,
+          logProb: a.logProb,
+          entropy: a.entropy,
+          policyVersion: a.policyVersion,
+          policyServer: a.serverId,
+        };
+      },
+    };
+  };
+}
+
+/**
+ * Runs `fn` with `spec` as the process's default policy spec. The trainer activities derive their spec
+ * from the campaign's width (train-step.ts specForWidth → defaultPolicySpec), with no way to pass one, so
+ * the A/B swaps the default's fields for the run and restores them after. Benchmark-only: it must not run
+ * concurrently with other users of the default spec in the same process.
+ */
+export async function withPolicySpec<T>(spec: PolicySpec | undefined, fn: () => Promise<T>): Promise<T> {
+  if (!spec) return fn();
+  const saved = { ...defaultPolicySpec };
+  Object.assign(defaultPolicySpec, spec);
+  try {
+    return await fn();
+  } finally {
+    Object.assign(defaultPolicySpec, saved);
+  }
 }
 
 /** Runs `jobs` with at most `limit` in flight (the env pool's slots). */
@@ -173,6 +224,10 @@ export function localCampaignConfig(
 }
 
 export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
+  return withPolicySpec(o.spec, () => runLocalRlWithDefaultSpec(o));
+}
+
+async function runLocalRlWithDefaultSpec(o: LocalRlOptions): Promise<LocalRlResult> {
   const log = o.log ?? (() => undefined);
   const spec = specForWidth(1);
   const started = Date.now();
@@ -195,7 +250,12 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
   } else version = await ensureInitialCheckpoint(o.store, o.campaignId, spec, o.seed ?? 0);
   const engine = new PolicyEngine({ serverId: 'local', spec, store: o.store, maxBatch: 32, maxWaitMs: 1 });
   await engine.reload(o.campaignId, version);
-  const policies = { ...builtinPolicies(), sample: enginePolicy(engine, false), greedy: enginePolicy(engine, true) };
+  const greedyRepeats: RepeatCounter = { steps: 0, noopRepeats: 0 };
+  const policies = {
+    ...builtinPolicies(),
+    sample: enginePolicy(engine, false),
+    greedy: enginePolicy(engine, true, greedyRepeats),
+  };
   const deps = { pool: o.pool, store: o.store, policies };
   const data = createCampaignDataActivities({ store: o.store });
   const hooks = { heartbeat: () => undefined, attempt: 1 };
@@ -232,6 +292,7 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
       );
 
   const evaluate = async (episodes: number, count = o.evalEpisodesPerTask) => {
+    Object.assign(greedyRepeats, { steps: 0, noopRepeats: 0 });
     const perTask: Record<string, number> = {};
     let ok = 0;
     let n = 0;
@@ -251,10 +312,11 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
       ok += wins;
       n += rs.length;
     }
-    const point = { episodes, seconds: seconds(), version, success: ok / n, perTask };
+    const noopRepeats = greedyRepeats.steps ? greedyRepeats.noopRepeats / greedyRepeats.steps : 0;
+    const point = { episodes, seconds: seconds(), version, success: ok / n, perTask, noopRepeats };
     curve.push(point);
     log(
-      `eval v${version}: ${(point.success * 100).toFixed(1)}% ${JSON.stringify(perTask)} after ${episodes} episodes, ${point.seconds.toFixed(0)}s`
+      `eval v${version}: ${(point.success * 100).toFixed(1)}% ${JSON.stringify(perTask)} (no-op repeats ${(noopRepeats * 100).toFixed(0)}% of steps) after ${episodes} episodes, ${point.seconds.toFixed(0)}s`
     );
     return point;
   };

@@ -4,7 +4,16 @@ import * as ort from 'onnxruntime-node';
 import { buildForwardGraph } from '../../policy/graph-forward';
 import { referenceForward } from '../../policy/reference';
 import { createInferenceSession, createTrainSession } from '../../policy/session';
-import { defaultPolicySpec, MASK_OFF, numActions, paramCount, widenSpec, type PolicySpec } from '../../policy/spec';
+import {
+  defaultPolicySpec,
+  legacyPolicySpec,
+  MASK_OFF,
+  numActions,
+  paramCount,
+  paramShapes,
+  widenSpec,
+  type PolicySpec,
+} from '../../policy/spec';
 import { initWeights } from '../../policy/weights';
 import { randomBatch, randomWeights } from './helpers';
 
@@ -35,6 +44,10 @@ async function checkAgainstReference(spec: PolicySpec, seed: number, batch: numb
 
 test('generated forward graph matches the TS reference (default spec, B=5)', async () => {
   await checkAgainstReference(defaultPolicySpec, 11, 5);
+});
+
+test('the v1 architecture (legacyPolicySpec: no context, no previous action) still matches', async () => {
+  await checkAgainstReference(legacyPolicySpec, 12, 3);
 });
 
 test('a wider and deeper spec builds, loads and matches the reference', async () => {
@@ -88,10 +101,11 @@ test('weights-as-inputs forward equals the initializer forward', async () => {
 test('the initializer graph has no weight inputs; the input graph exposes every weight', async () => {
   const spec = defaultPolicySpec;
   const baked = await ort.InferenceSession.create(buildForwardGraph(spec, initWeights(spec, 1)));
-  assert.deepEqual([...baked.inputNames].sort(), ['mask', 'obs', 'text']);
+  assert.deepEqual([...baked.inputNames].sort(), ['mask', 'obs', 'prev', 'text']);
   assert.deepEqual([...baked.outputNames].sort(), ['entropy', 'logp']);
   const open = await ort.InferenceSession.create(buildForwardGraph(spec));
-  assert.equal(open.inputNames.length, 3 + 13);
+  assert.equal(open.inputNames.length, 4 + paramShapes(spec).length);
+  assert.equal(paramShapes(spec).length, 19); // v1's 13 + prev.embed, 4 ctx tensors, prev.bias
   await baked.release();
   await open.release();
 });

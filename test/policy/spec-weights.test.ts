@@ -10,6 +10,7 @@ import {
 import {
   convGeometry,
   defaultPolicySpec,
+  legacyPolicySpec,
   numActions,
   paramCount,
   paramShapes,
@@ -17,12 +18,13 @@ import {
   validateSpec,
   widenSpec,
 } from '../../policy/spec';
-import { initWeights, weightsFromSafetensors, weightsToSafetensors } from '../../policy/weights';
+import { initWeights, REPEAT_NOOP_PRIOR, weightsFromSafetensors, weightsToSafetensors } from '../../policy/weights';
 
-test('default spec: ≈23-24k parameters, 272 actions, 16×16 grid', () => {
+test('default spec: ≈26k parameters (v1: 24,001), 272 actions, 16×16 grid', () => {
   const n = paramCount(defaultPolicySpec);
-  assert.equal(n, 24_001);
-  assert.ok(n > 22_000 && n < 25_000);
+  // v1 24,001 − 2,048 (text 256 → 128 slots) + 544 (prev.embed) + 3,104 (click context) + 34 (prev.bias).
+  assert.equal(n, 25_635);
+  assert.equal(paramCount(legacyPolicySpec), 24_001);
   assert.equal(numActions(defaultPolicySpec), 272);
   assert.deepEqual(
     convGeometry(defaultPolicySpec).map((g) => g.outSize),
@@ -37,13 +39,19 @@ test('default spec: ≈23-24k parameters, 272 actions, 16×16 grid', () => {
       'conv1.bias:32',
       'conv2.weight:32x32x3x3',
       'conv2.bias:32',
-      'text.weight:16x256',
+      'text.weight:16x128',
+      'prev.embed:16x34',
       'film.weight:64x16',
       'film.bias:64',
+      'ctx.row:32x32x1x1',
+      'ctx.col:32x32x1x1',
+      'ctx.global:32x32',
+      'ctx.bias:32',
       'click.weight:1x32x1x1',
       'click.bias:1',
       'token.weight:16x32',
       'token.bias:16',
+      'prev.bias:2x17',
     ]
   );
 });
@@ -60,7 +68,8 @@ test('width is one setting: widenSpec(2) is a valid, bigger model', () => {
 test('specs whose trunk does not end at the grid size are refused', () => {
   assert.throws(() => validateSpec({ ...defaultPolicySpec, gridSize: 8 }), /ends at 16×16/);
   assert.throws(() => validateSpec({ ...defaultPolicySpec, convs: [] }));
-  assert.throws(() => validateSpec({ ...defaultPolicySpec, version: 2 }));
+  assert.throws(() => validateSpec({ ...defaultPolicySpec, version: 1 }));
+  assert.throws(() => validateSpec({ ...defaultPolicySpec, textEncoding: 'words-v9' }));
 });
 
 test('initWeights is deterministic per seed, He-scaled, with zero biases', () => {
@@ -70,6 +79,8 @@ test('initWeights is deterministic per seed, He-scaled, with zero biases', () =>
   assert.deepEqual(a, b);
   assert.notDeepEqual(a['conv0.weight'], c['conv0.weight']);
   assert.ok(a['conv1.bias']!.every((v) => v === 0));
+  // prev.bias: 0 for a previous action that changed the screen, the repeat prior for one that did not.
+  assert.deepEqual([...a['prev.bias']!], [...new Array(17).fill(0), ...new Array(17).fill(REPEAT_NOOP_PRIOR)]);
   const w = a['conv1.weight']!;
   const std = Math.sqrt(w.reduce((s, v) => s + v * v, 0) / w.length);
   assert.ok(Math.abs(std - Math.sqrt(2 / (16 * 16))) < 0.01, `conv1 std ${std}`);
@@ -118,4 +129,30 @@ test('corrupt or mismatched checkpoints are refused with a clear error', () => {
   // The exported tensor spec is what checkTensorSpec validates against.
   assert.doesNotThrow(() => checkTensorSpec(decodeSafetensors(buf).tensors, paramTensorSpec(spec)));
   assert.throws(() => checkTensorSpec(decodeSafetensors(buf).tensors, paramTensorSpec(wide)), /mismatch/);
+});
+
+test('a checkpoint of policy spec v1 is refused with a message naming the version change', () => {
+  // Exactly what v1 wrote: its specKey JSON (no textEncoding/clickContext/previousAction) and its tensors.
+  const v1Key = JSON.stringify({
+    version: 1,
+    imageSize: 64,
+    vocabSize: 256,
+    textEmbed: 16,
+    convs: defaultPolicySpec.convs,
+    gridSize: 16,
+  });
+  const w = initWeights(legacyPolicySpec, 3);
+  const tensors = Object.fromEntries(
+    paramShapes(legacyPolicySpec).map((p) => [p.name, f32Tensor(p.shape, w[p.name]!)])
+  );
+  const buf = encodeSafetensors(tensors, { format: 'dartflow-policy-weights/1', spec: v1Key });
+  assert.throws(
+    () => weightsFromSafetensors(defaultPolicySpec, buf, 'checkpoints/v7'),
+    (e: Error) =>
+      e instanceof SafetensorsError &&
+      /policy spec v1 checkpoint: spec v2 changed the text encoding/.test(e.message) &&
+      /checkpoints\/v7/.test(e.message)
+  );
+  // Without the spec metadata the tensors themselves do not fit (text.weight 16×256, no ctx.* / prev.*).
+  assert.throws(() => weightsFromSafetensors(defaultPolicySpec, encodeSafetensors(tensors)), /text.weight/);
 });

@@ -197,11 +197,12 @@ describe('policy client: routing, failover, EpisodePolicy adapter', () => {
   it('the EpisodePolicy adapter turns answers into PolicyDecisions with version and server', async () => {
     const factory = embeddedPolicyFactory({ token: TEST_TOKEN });
     const ctx = { endpoints: [A.url, B.url], options: {}, seed: 1 } as unknown as PolicyContext;
-    const policy = await factory(ctx);
+    // A policy per call: each answer is an episode's first step (no previous action), so they compare.
+    const firstStep = async () => factory(ctx);
     const png = makePng(5);
     const obs = { png, width: 160, height: 160, instruction: 'type hello', fields: ['hello'], step: 0 };
-    const d1 = await policy.act(obs, { seed: 99, temperature: 1 });
-    const d2 = await policy.act(obs, { seed: 99, temperature: 1 });
+    const d1 = await (await firstStep()).act(obs, { seed: 99, temperature: 1 });
+    const d2 = await (await firstStep()).act(obs, { seed: 99, temperature: 1 });
     assert.ok(d1.action);
     assert.equal(d1.actionIndex, d2.actionIndex, 'same seed, same version → same action on either server');
     assert.equal(d1.policyVersion, 0);
@@ -209,8 +210,8 @@ describe('policy client: routing, failover, EpisodePolicy adapter', () => {
     assert.deepEqual(d1.tokenLogProbs, [d1.logProb]);
     assert.ok(d1.logProb < 0 && d1.entropy > 0);
     // Temperature 0 = greedy.
-    const g1 = await policy.act(obs, { seed: 1, temperature: 0 });
-    const g2 = await policy.act(obs, { seed: 2, temperature: 0 });
+    const g1 = await (await firstStep()).act(obs, { seed: 1, temperature: 0 });
+    const g2 = await (await firstStep()).act(obs, { seed: 2, temperature: 0 });
     assert.equal(g1.actionIndex, g2.actionIndex);
   });
 });

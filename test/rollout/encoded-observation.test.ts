@@ -185,6 +185,46 @@ describe('encoded observations (the policy server fast path)', () => {
     assert.equal(client.inputSize, spec.imageSize, 'answers name the served input size');
   });
 
+  it("carries the episode's previous action to the network (the `prev` input the trainer rebuilds)", async () => {
+    const client = new PolicyServerClient({ endpoints: [srv.url], token: TEST_TOKEN });
+    const greedy = (previous?: { actionIndex: number; changed: boolean }) =>
+      client.act({
+        observation: { ...encodedObservation(1), ...(previous ? { previous } : {}) },
+        seed: 0,
+        temperature: 1,
+        greedy: true,
+      });
+    const first = await greedy();
+    // The same action again on an unchanged screen is discouraged (the repeat bias): the answer changes.
+    const repeated = await greedy({ actionIndex: first.actionIndex, changed: false });
+    assert.ok(
+      repeated.actionIndex !== first.actionIndex || Math.abs(repeated.logProb - first.logProb) > 1e-6,
+      'the previous action changed what the network computed'
+    );
+    await expect400(
+      postJson([{ observation: { ...pngObservation(1), previous: { actionIndex: -1, changed: true } }, seed: 0 }]),
+      'bad_request',
+      /previous/
+    );
+    // The env-side policy sends it from the second step on, as the trainer rebuilds it from steps.jsonl.
+    const sent: unknown[] = [];
+    const spy = new PolicyServerClient({ endpoints: [srv.url], token: TEST_TOKEN });
+    const act = spy.act.bind(spy);
+    spy.act = (req) => {
+      sent.push(req.observation.previous);
+      return act(req);
+    };
+    const policy = createEmbeddedPolicy(spy, { greedy: true });
+    const png = makePng(2);
+    const obs = { png, width: 160, height: 160, instruction: INSTRUCTION, fields: ['hello'], step: 0, history: [] };
+    const a0 = await policy.act(obs, { seed: 0, temperature: 0 });
+    await policy.act({ ...obs, step: 1 }, { seed: 0, temperature: 0 });
+    await policy.act({ ...obs, png: makePng(3), step: 2 }, { seed: 0, temperature: 0 });
+    assert.equal(sent[0], undefined, 'no previous action on the first step');
+    assert.deepEqual(sent[1], { actionIndex: a0.actionIndex, changed: false });
+    assert.equal((sent[2] as { changed: boolean }).changed, true);
+  });
+
   it('refuses encoded input of the wrong size or length with a 400 that names the field', async () => {
     const good = encodeScreenshotImage(makePng(1), SCREEN, spec.imageSize);
     const small = encodeScreenshotImage(makePng(1), SCREEN, 32);
@@ -302,17 +342,18 @@ describe('encoded observations (the policy server fast path)', () => {
     const proxy = await switchableProxy(srv.url);
     try {
       const client = new PolicyServerClient({ endpoints: [proxy.url], token: TEST_TOKEN });
-      const policy = createEmbeddedPolicy(client);
+      // A fresh policy per call: each is an episode's first step (no previous action), so answers compare.
+      const firstStep = () => createEmbeddedPolicy(client);
       const png = makePng(9);
       const obs = { png, ...SCREEN, instruction: INSTRUCTION, fields: ['hello'], step: 0 };
       assert.equal(client.inputSize, undefined);
-      const first = await policy.act(obs, { seed: 5, temperature: 1 });
+      const first = await firstStep().act(obs, { seed: 5, temperature: 1 });
       assert.equal(client.inputSize, 64, 'learned from the first (PNG) answer');
-      const second = await policy.act(obs, { seed: 5, temperature: 1 });
+      const second = await firstStep().act(obs, { seed: 5, temperature: 1 });
       assert.equal(second.actionIndex, first.actionIndex);
       assert.ok(Math.abs(second.logProb - first.logProb) <= 1e-5);
       const servedBefore = engines[0]!.health().items;
-      await policy.act(obs, { seed: 6, temperature: 1 });
+      await firstStep().act(obs, { seed: 6, temperature: 1 });
       assert.equal(engines[0]!.health().items, servedBefore + 1);
       assert.deepEqual(proxy.contentTypes, ['application/json', BINARY_ACT_CONTENT_TYPE, BINARY_ACT_CONTENT_TYPE]);
 
@@ -323,7 +364,7 @@ describe('encoded observations (the policy server fast path)', () => {
         direct,
         (err: unknown) => err instanceof PolicyRequestError && err.code === 'input_size_mismatch'
       );
-      const refitted = await policy.act(obs, { seed: 5, temperature: 1 });
+      const refitted = await firstStep().act(obs, { seed: 5, temperature: 1 });
       assert.equal(refitted.policyServer, 'enc-32');
       assert.equal(client.inputSize, 32);
       assert.ok((refitted.actionIndex ?? Infinity) < 64 + 16, 'an action of the 32×32 policy');
@@ -331,7 +372,7 @@ describe('encoded observations (the policy server fast path)', () => {
       const [viaPng] = await client.actMany([
         { observation: { pngBase64: png.toString('base64'), instruction: INSTRUCTION, fields: ['hello'] }, seed: 8 },
       ]);
-      const viaEncoded = await policy.act(obs, { seed: 8, temperature: 1 });
+      const viaEncoded = await firstStep().act(obs, { seed: 8, temperature: 1 });
       assert.equal(viaEncoded.actionIndex, viaPng?.actionIndex);
       assert.ok(Math.abs(viaEncoded.logProb - viaPng!.logProb) <= 1e-5);
       assert.equal(proxy.contentTypes.at(-1), BINARY_ACT_CONTENT_TYPE);
