@@ -34,6 +34,12 @@ export interface LocalWorkersOptions {
   echo?: boolean;
   /** Where child logs go (default <dataDir>/logs). */
   logDir?: string;
+  /**
+   * Metrics endpoints of the children (docs/metrics.md). Unset: each derives its default port,
+   * DARTFLOW_METRICS_BASE_PORT (9470) + role offset + its instance index, so the roles never collide.
+   * A number: that base port (0 = no endpoints). A function: each child's port (tests pick free ones).
+   */
+  metricsPort?: number | ((child: { role: Role; name: string; index: number }) => number);
 }
 
 export interface LocalChild {
@@ -60,6 +66,27 @@ const SCRIPTS: Record<Role, string> = {
   policy: 'workers/policy-server.ts',
 };
 
+/** Each child's metrics variables (metrics/config.ts): a port of its own, never one shared by all. */
+function localMetricsEnv(
+  opts: LocalWorkersOptions,
+  env: NodeJS.ProcessEnv
+): (role: Role, name: string, index: number) => NodeJS.ProcessEnv {
+  const inherited = env.DARTFLOW_METRICS_PORT?.trim();
+  if (opts.metricsPort === undefined && inherited && inherited !== '0')
+    throw new Error(
+      `DARTFLOW_METRICS_PORT=${inherited} would give every role the same metrics port: unset it and set DARTFLOW_METRICS_BASE_PORT instead (each role gets base + its offset), or 0 for no endpoints`
+    );
+  return (role, name, index) => {
+    const m = opts.metricsPort;
+    if (typeof m === 'function') return { DARTFLOW_METRICS_PORT: String(m({ role, name, index })) };
+    if (m === 0) return { DARTFLOW_METRICS_PORT: '0' };
+    return {
+      ...(m !== undefined ? { DARTFLOW_METRICS_BASE_PORT: String(m) } : {}),
+      DARTFLOW_METRICS_INSTANCE: String(index),
+    };
+  };
+}
+
 const isRunning = (c: LocalChild): boolean => c.process.exitCode === null && c.process.signalCode === null;
 
 export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOptions = {}): LocalWorkers {
@@ -67,18 +94,26 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
   const logDir = opts.logDir ?? path.join(settings.dataDir, 'logs');
   fs.mkdirSync(logDir, { recursive: true });
   const specs: Array<{ role: Role; name: string; args: string[]; env: NodeJS.ProcessEnv }> = [];
+  const metricsEnv = localMetricsEnv(opts, { ...process.env, ...opts.env });
   if (roles.includes('policy')) {
     for (let i = 0; i < (opts.policyServers ?? 1); i++) {
       specs.push({
         role: 'policy',
         name: `policy-p${i}`,
         args: ['--server-id', `p${i}`, '--port', String((opts.policyBasePort ?? 8700) + i)],
-        env: {},
+        env: metricsEnv('policy', `policy-p${i}`, i),
       });
     }
   }
-  if (roles.includes('orchestrator')) specs.push({ role: 'orchestrator', name: 'orchestrator', args: [], env: {} });
-  if (roles.includes('trainer')) specs.push({ role: 'trainer', name: 'trainer', args: [], env: {} });
+  if (roles.includes('orchestrator'))
+    specs.push({
+      role: 'orchestrator',
+      name: 'orchestrator',
+      args: [],
+      env: metricsEnv('orchestrator', 'orchestrator', 0),
+    });
+  if (roles.includes('trainer'))
+    specs.push({ role: 'trainer', name: 'trainer', args: [], env: metricsEnv('trainer', 'trainer', 0) });
   if (roles.includes('env')) {
     for (let i = 0; i < (opts.envWorkers ?? 1); i++) {
       specs.push({
@@ -86,6 +121,7 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
         name: `env-${i}`,
         args: [],
         env: {
+          ...metricsEnv('env', `env-${i}`, i),
           DARTFLOW_ENV_KIND: opts.envKind ?? 'browser',
           DARTFLOW_ENV_SLOTS: String(opts.envSlots ?? 4),
           ...(opts.simulatedProfile ? { DARTFLOW_ENV_PROFILE: opts.simulatedProfile } : {}),

@@ -16,6 +16,8 @@ import { loadInfraSettings, type InfraSettings } from '../infra/settings';
 import { payloadGuardInterceptors } from '../infra/payload-guard';
 import { connectWorker, retryStartup } from '../infra/temporal-connection';
 import { installQuietRuntime } from '../infra/runtime';
+import { createEnvMetrics } from '../metrics/env';
+import { startWorkerMetrics, withMetrics, type WorkerMetrics } from '../metrics/worker-metrics';
 import { rolloutPolicyFactories } from '../rollout/factories';
 import { TASK_QUEUES } from '../schemas/task-queues';
 import { ObjectStore } from '../storage/object-store';
@@ -30,6 +32,8 @@ export interface EnvWorkerOptions {
   store?: ObjectStore;
   /** Extra policy kinds (e.g. the ONNX / UI-TARS policy clients) next to oracle and random. */
   policies?: Record<string, PolicyFactory>;
+  /** This process's metrics endpoint (metrics/worker-metrics.ts): episodes, slots, policy latency. */
+  metrics?: WorkerMetrics;
 }
 
 export interface EnvWorkerHandle {
@@ -46,7 +50,11 @@ export async function createEnvWorker(opts: EnvWorkerOptions = {}): Promise<EnvW
   const settings = opts.settings ?? loadInfraSettings();
   const store = opts.store ?? ObjectStore.fromSettings(settings);
   await retryStartup(`reaching object storage at ${store.endpoint}`, () => store.ensureBucket());
-  const pool = opts.pool ?? createEnvPool(opts.poolConfig ?? envPoolConfigFromEnv());
+  const basePool = opts.pool ?? createEnvPool(opts.poolConfig ?? envPoolConfigFromEnv());
+  const envMetrics = opts.metrics && createEnvMetrics(opts.metrics.registry);
+  if (envMetrics) opts.metrics!.activityInterceptors.push(envMetrics.interceptor);
+  const pool = envMetrics ? envMetrics.wrapPool(basePool) : basePool;
+  const policies = { ...builtinPolicies(), ...rolloutPolicyFactories({ dataDir: settings.dataDir }), ...opts.policies };
   const connection = await connectWorker(settings);
   const worker = await Worker.create({
     connection,
@@ -56,10 +64,10 @@ export async function createEnvWorker(opts: EnvWorkerOptions = {}): Promise<EnvW
     activities: createEnvActivities({
       pool,
       store,
-      policies: { ...builtinPolicies(), ...rolloutPolicyFactories({ dataDir: settings.dataDir }), ...opts.policies },
+      policies: envMetrics ? envMetrics.wrapPolicies(policies) : policies,
     }),
     maxConcurrentActivityTaskExecutions: pool.slots,
-    interceptors: payloadGuardInterceptors(),
+    interceptors: withMetrics(payloadGuardInterceptors(), opts.metrics),
     // An episode in flight finishes on SIGTERM (a kill -9 is covered by retries on a fresh env).
     shutdownGraceTime: '1 minute',
   });
@@ -83,7 +91,9 @@ export async function createEnvWorker(opts: EnvWorkerOptions = {}): Promise<EnvW
 }
 
 async function main(): Promise<void> {
-  const handle = await createEnvWorker();
+  // First: it installs the Temporal Runtime with its metrics exporter (docs/metrics.md).
+  const metrics = await startWorkerMetrics('env');
+  const handle = await createEnvWorker(metrics ? { metrics } : {});
   exitWithParent(() => handle.shutdown());
   const s = handle.pool.stats();
   console.log(`[env-worker] ${s.slots} ${s.kind} env slots on task queue "${ENV_TASK_QUEUE}"`);

@@ -10,6 +10,8 @@ import { createProofActivities } from '../activities/data/proof';
 import { ensureInitialCheckpoint } from '../activities/trainer/checkpoints';
 import { specForWidth } from '../activities/trainer/train-step';
 import { installQuietRuntime } from '../infra/runtime';
+import { createOrchestratorMetrics } from '../metrics/orchestrator';
+import { withMetrics, type WorkerMetrics } from '../metrics/worker-metrics';
 import type { InfraSettings } from '../infra/settings';
 import { payloadGuardInterceptors } from '../infra/payload-guard';
 import { connectWorker, retryStartup } from '../infra/temporal-connection';
@@ -62,9 +64,11 @@ export function orchestratorVersioning(env: NodeJS.ProcessEnv = process.env): Pa
 
 export async function createOrchestratorWorker(
   settings: InfraSettings,
-  overrides: Partial<WorkerOptions> = {}
+  overrides: Partial<WorkerOptions> = {},
+  metrics?: WorkerMetrics
 ): Promise<Worker> {
   installQuietRuntime();
+  if (metrics) metrics.activityInterceptors.push(createOrchestratorMetrics(metrics.registry).interceptor);
   const store = ObjectStore.fromSettings(settings);
   await retryStartup(`reaching object storage at ${store.endpoint}`, () => store.ensureBucket());
   const connection = await connectWorker(settings);
@@ -74,7 +78,7 @@ export async function createOrchestratorWorker(
     taskQueue: TASK_QUEUES.orchestrator,
     workflowsPath: require.resolve('../workflows'),
     activities: createOrchestratorActivities(store),
-    interceptors: payloadGuardInterceptors({ workflows: true }),
+    interceptors: withMetrics(payloadGuardInterceptors({ workflows: true }), metrics),
     // Activities here are short data-manager calls; in-flight ones finish on SIGTERM.
     shutdownGraceTime: '30 seconds',
     ...orchestratorVersioning(),
@@ -83,4 +87,6 @@ export async function createOrchestratorWorker(
 }
 
 if (require.main === module)
-  runWorkerMain('orchestrator', TASK_QUEUES.orchestrator, (settings) => createOrchestratorWorker(settings));
+  runWorkerMain('orchestrator', TASK_QUEUES.orchestrator, (settings, metrics) =>
+    createOrchestratorWorker(settings, {}, metrics)
+  );

@@ -17,12 +17,15 @@ import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { announcePolicyServer, keepAnnouncing, readPolicyServerRegistration } from '../activities/data/policy-registry';
 import { createPolicyActivities } from '../activities/policy';
 import { installQuietRuntime } from '../infra/runtime';
+import { createPolicyMetrics } from '../metrics/policy';
+import { startWorkerMetrics, withMetrics, type WorkerMetrics } from '../metrics/worker-metrics';
 import { exitWithParent } from '../infra/parent-watch';
 import { loadInfraSettings, type InfraSettings } from '../infra/settings';
 import { payloadGuardInterceptors } from '../infra/payload-guard';
 import { connectWorker } from '../infra/temporal-connection';
 import { defaultPolicySpec, validateSpec, type PolicySpec } from '../policy/spec';
 import { latestCheckpointVersion } from '../rollout/checkpoint';
+import type { BatchEvent } from '../rollout/batcher';
 import { PolicyEngine } from '../rollout/engine';
 import { startPolicyHttpServer, type RunningPolicyServer } from '../rollout/policy-server';
 import { resolvePolicyToken } from '../rollout/token';
@@ -61,6 +64,8 @@ export interface PolicyServerOptions {
   /** Defaults to policyQueue(serverId); tests pass a unique queue. */
   taskQueue?: string;
   workerOverrides?: Partial<WorkerOptions>;
+  /** This process's metrics endpoint (metrics/worker-metrics.ts): latency, batches, queue, version lag. */
+  metrics?: WorkerMetrics;
 }
 
 export interface PolicyServerHandle {
@@ -79,7 +84,9 @@ export interface PolicyServerHandle {
 export async function startPolicyServer(opts: PolicyServerOptions): Promise<PolicyServerHandle> {
   installQuietRuntime();
   const store = opts.store ?? ObjectStore.fromSettings(opts.settings);
+  const policyMetrics = opts.metrics && createPolicyMetrics(opts.metrics.registry, opts.serverId);
   const engine = new PolicyEngine({
+    ...(policyMetrics ? { onBatch: (e: BatchEvent) => policyMetrics.onBatch(e) } : {}),
     serverId: opts.serverId,
     spec: opts.spec ?? defaultPolicySpec,
     store,
@@ -102,6 +109,18 @@ export async function startPolicyServer(opts: PolicyServerOptions): Promise<Poli
     host: opts.host ?? '127.0.0.1',
     ...(opts.port !== undefined ? { port: opts.port } : {}),
   });
+  if (policyMetrics) {
+    policyMetrics.observeHttp(http.server);
+    const refresh = policyMetrics.watch(
+      {
+        served: () => engine.served,
+        queueDepth: () => engine.health().queueDepth,
+        inFlight: () => engine.health().inFlight,
+      },
+      (campaignId) => latestCheckpointVersion(store, campaignId)
+    );
+    opts.metrics!.refreshers.push(refresh);
+  }
   const taskQueue = opts.taskQueue ?? policyQueue(opts.serverId);
   let worker: Worker;
   // Set once announcing starts: a reload is announced before reloadPolicy returns, so the registration
@@ -123,7 +142,7 @@ export async function startPolicyServer(opts: PolicyServerOptions): Promise<Poli
       activities,
       // Reloads serialize inside the engine; the second slot keeps policyHealth answerable during one.
       maxConcurrentActivityTaskExecutions: 2,
-      interceptors: payloadGuardInterceptors(),
+      interceptors: withMetrics(payloadGuardInterceptors(), opts.metrics),
       shutdownGraceTime: '30 seconds',
       ...opts.workerOverrides,
     });
@@ -275,7 +294,10 @@ async function main(): Promise<void> {
     values['preprocess-threads'] ?? env.DARTFLOW_POLICY_PREPROCESS_THREADS,
     'preprocess-threads'
   );
+  // Before the Temporal connection: it installs the Runtime with its metrics exporter (docs/metrics.md).
+  const metrics = await startWorkerMetrics('policy');
   const handle = await startPolicyServer({
+    ...(metrics ? { metrics } : {}),
     settings,
     serverId,
     token,

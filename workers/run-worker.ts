@@ -2,14 +2,18 @@
 import type { Worker } from '@temporalio/worker';
 import { exitWithParent } from '../infra/parent-watch';
 import { loadInfraSettings, type InfraSettings } from '../infra/settings';
+import type { MetricsRole } from '../metrics/config';
+import { startWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics';
 
 export function runWorkerMain(
-  role: string,
+  role: MetricsRole,
   taskQueue: string,
-  create: (settings: InfraSettings) => Promise<Worker>
+  create: (settings: InfraSettings, metrics: WorkerMetrics | undefined) => Promise<Worker>
 ): void {
   const main = async () => {
-    const worker = await create(loadInfraSettings());
+    // First: it installs the Temporal Runtime with its metrics exporter (docs/metrics.md).
+    const metrics = await startWorkerMetrics(role);
+    const worker = await create(loadInfraSettings(), metrics);
     exitWithParent(() => {
       if (worker.getState() === 'RUNNING') worker.shutdown();
     });

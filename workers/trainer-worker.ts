@@ -8,6 +8,8 @@
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { createTrainerActivities } from '../activities/trainer/train-step';
 import { installQuietRuntime } from '../infra/runtime';
+import { createTrainerMetrics } from '../metrics/trainer';
+import { withMetrics, type WorkerMetrics } from '../metrics/worker-metrics';
 import type { InfraSettings } from '../infra/settings';
 import { payloadGuardInterceptors } from '../infra/payload-guard';
 import { connectWorker, retryStartup } from '../infra/temporal-connection';
@@ -17,24 +19,27 @@ import { runWorkerMain } from './run-worker';
 
 export async function createTrainerWorker(
   settings: InfraSettings,
-  overrides: Partial<WorkerOptions> = {}
+  overrides: Partial<WorkerOptions> = {},
+  metrics?: WorkerMetrics
 ): Promise<Worker> {
   installQuietRuntime();
   const store = ObjectStore.fromSettings(settings);
   await retryStartup(`reaching object storage at ${store.endpoint}`, () => store.ensureBucket());
   const connection = await connectWorker(settings);
   const threads = Number(process.env.DARTFLOW_TRAINER_THREADS ?? 1);
+  if (metrics) metrics.activityInterceptors.push(createTrainerMetrics(metrics.registry).interceptor);
   return Worker.create({
     connection,
     namespace: settings.temporal.namespace,
     taskQueue: TASK_QUEUES.trainer,
     activities: createTrainerActivities({ store, threads }),
     maxConcurrentActivityTaskExecutions: 1,
-    interceptors: payloadGuardInterceptors(),
+    interceptors: withMetrics(payloadGuardInterceptors(), metrics),
     // Let an in-flight step finish on SIGTERM; a kill -9 is covered by the step's idempotency.
     shutdownGraceTime: '2 minutes',
     ...overrides,
   });
 }
 
-if (require.main === module) runWorkerMain('trainer', TASK_QUEUES.trainer, (settings) => createTrainerWorker(settings));
+if (require.main === module)
+  runWorkerMain('trainer', TASK_QUEUES.trainer, (settings, metrics) => createTrainerWorker(settings, {}, metrics));

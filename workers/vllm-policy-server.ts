@@ -20,6 +20,9 @@ import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { announcePolicyServer, keepAnnouncing, readPolicyServerRegistration } from '../activities/data/policy-registry';
 import { exitWithParent } from '../infra/parent-watch';
 import { installQuietRuntime } from '../infra/runtime';
+import { createPolicyMetrics, vllmQueueReader } from '../metrics/policy';
+import { startWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics';
+import { latestCheckpointVersion } from '../rollout/checkpoint';
 import { payloadGuardInterceptors } from '../infra/payload-guard';
 import { loadInfraSettings, type InfraSettings } from '../infra/settings';
 import { connectWorker } from '../infra/temporal-connection';
@@ -67,6 +70,8 @@ export interface VllmPolicyServerOptions {
   /** vLLM unreachable this long → the server stops (default 30 s). */
   vllmLostAfterMs?: number;
   workerOverrides?: Partial<WorkerOptions>;
+  /** This process's metrics endpoint (metrics/worker-metrics.ts): served version, lag, vLLM's queue. */
+  metrics?: WorkerMetrics;
 }
 
 export interface VllmPolicyServerHandle {
@@ -178,6 +183,14 @@ export async function startVllmPolicyServer(opts: VllmPolicyServerOptions): Prom
     await front?.close();
     await vllm?.stop();
     throw err;
+  }
+  if (opts.metrics) {
+    const queue = vllmQueueReader(control.baseUrl, control.apiKey);
+    const refresh = createPolicyMetrics(opts.metrics.registry, opts.serverId).watch(
+      { served: () => gate.served, queueDepth: queue.depth, inFlight: () => gate.inFlight },
+      (campaignId) => latestCheckpointVersion(store, campaignId)
+    );
+    opts.metrics.refreshers.push(refresh, queue.refresh);
   }
   const running = worker.run();
   const stopAnnouncing = opts.announce === false ? async () => undefined : keepAnnouncing(store, current);
@@ -303,7 +316,10 @@ async function main(): Promise<void> {
   const initialVersion = int(values['initial-version'], 'initial-version');
   const advertiseUrl = values['advertise-url'] ?? env.DARTFLOW_POLICY_ADVERTISE_URL;
   const servedModelName = values['served-model-name'] ?? env.DARTFLOW_VLLM_SERVED_NAME;
+  // Before the Temporal connection: it installs the Runtime with its metrics exporter (docs/metrics.md).
+  const metrics = await startWorkerMetrics('vllm-policy');
   const handle = await startVllmPolicyServer({
+    ...(metrics ? { metrics } : {}),
     settings,
     serverId,
     token,
