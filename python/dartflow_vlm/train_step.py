@@ -33,6 +33,7 @@ from transformers import Qwen2VLForConditionalGeneration, Qwen2VLProcessor
 from .algorithms import (
     LossConfig,
     NonFiniteValueError,
+    StatisticsOver,
     dart_loss,
     high_entropy_mask,
     step_advantages,
@@ -65,6 +66,8 @@ class TrainConfig:
     grad_clip: float = 2.0
     entropy_top_fraction: float = 0.8
     use_entropy_selection: bool = True
+    # Population of a group's advantage mean/std: every step sample (DART) or each trajectory once.
+    advantage_statistics: StatisticsOver = "steps"
     loss: LossConfig = LossConfig()  # noqa: RUF009 (frozen dataclass: an immutable default)
 
     @classmethod
@@ -80,6 +83,9 @@ class TrainConfig:
             grad_clip=trainer["gradClip"],
             entropy_top_fraction=trainer["entropyTopFraction"],
             use_entropy_selection=trainer["useEntropySelection"],
+            advantage_statistics=(
+                "trajectories" if trainer.get("advantageStatistics") == "trajectories" else "steps"
+            ),
             loss=LossConfig(
                 clip_low=trainer["clipLow"],
                 clip_high=trainer["clipHigh"],
@@ -210,7 +216,12 @@ def train_step(
     keys = _all_gather([(s.group_id, s.trajectory_id, s.reward) for s in samples])
     offset = sum(counts[:rank])
     try:
-        advantages_all = step_advantages([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys])
+        advantages_all = step_advantages(
+            [k[0] for k in keys],
+            [k[1] for k in keys],
+            [k[2] for k in keys],
+            statistics_over=config.advantage_statistics,
+        )
     except NonFiniteValueError as err:
         raise NonFiniteLossError(f"{err}; previous checkpoint kept") from err
     advantages = advantages_all[offset : offset + len(samples)]

@@ -1,0 +1,319 @@
+"""The VLM trainer's `trainStep` and `behaviourClone`, without Temporal (worker.py registers them): the
+contracts of activities/trainer/train-step.ts for a Hugging Face VLM.
+
+    validate the input (generated JSON Schemas) → committed already? return it (reused)
+    → read the checkpoint chain (a damaged hf.json refuses the step before any training)
+    → load the current version (and the KL reference) → load the step samples from MinIO
+    → staleness bound along the lineage (pooled successes exempt) → train (train_step.py / bc_step.py)
+    → save the folder + AdamW moments → commit (commit.py: one checkpoint, one ledger entry)
+
+Errors a retry cannot change are TrainerErrors (errors.py) with the TypeScript trainer's type names;
+an unreachable MinIO (StorageUnavailableError) and a lost version race are plain, retryable errors.
+"""
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from . import checkpoints, keys, models
+from .bc_step import bc_epochs
+from .commit import StepOutcome, commit_train_step, complete_manifests, read_committed
+from .errors import CheckpointUnavailableError, InvalidTrainInput
+from .models import PolicySetup
+from .samples import LoadedBatch, load_samples
+from .store import CorruptObjectError, ObjectNotFoundError, ObjectStore
+from .train_step import TrainConfig, make_optimizer, train_step
+from .validate import validate_behaviour_clone_input, validate_train_step_input
+
+Heartbeat = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class TrainerDeps:
+    store: ObjectStore
+    setup: PolicySetup
+    # Downloaded checkpoints (reused across steps) and each attempt's output folder.
+    work_dir: Path
+    heartbeat: Heartbeat = lambda _: None
+
+
+@dataclass
+class Loaded:
+    model: nn.Module
+    manifest: dict[str, Any] | None  # None: the base folder (v0 without hf.json)
+
+
+def _unavailable(campaign_id: str, version: int, role: str, err: Exception) -> CheckpointUnavailableError:
+    what = "is missing" if isinstance(err, ObjectNotFoundError) else "is corrupt"
+    return CheckpointUnavailableError(
+        f"{role} checkpoint v{version} of campaign {campaign_id} {what} ({err}); the step is refused and "
+        f"nothing new is written. Restore the object or pin an intact version: dartflow campaign pin "
+        f"{campaign_id} <version>"
+    )
+
+
+def load_version(deps: TrainerDeps, campaign_id: str, version: int, role: str, trainable: bool) -> Loaded:
+    """A version's model: its hf.json folder from MinIO, or (v0 without one) the base folder."""
+    try:
+        if not deps.store.exists(keys.hf_manifest(campaign_id, version)):
+            if version == 0:
+                model = models.load_policy(
+                    deps.setup, None, None, f"the base model {deps.setup.base_model}", trainable
+                )
+                return Loaded(model, None)
+            raise ObjectNotFoundError(keys.hf_manifest(campaign_id, version), deps.store.bucket)
+        manifest = checkpoints.read_hf_manifest(deps.store, campaign_id, version)
+        deps.heartbeat({"phase": "downloading", "version": version})
+        dest = deps.work_dir / "checkpoints" / keys.safe_segment(campaign_id) / f"v{version}"
+        folder = checkpoints.download(deps.store, manifest, dest)
+    except (ObjectNotFoundError, CorruptObjectError) as err:
+        raise _unavailable(campaign_id, version, role, err) from err
+    what = (
+        f"{role} checkpoint v{version} of campaign {campaign_id} ({keys.hf_manifest(campaign_id, version)})"
+    )
+    return Loaded(models.load_policy(deps.setup, folder, manifest["kind"], what, trainable), manifest)
+
+
+def _read_chain(deps: TrainerDeps, campaign_id: str) -> None:
+    try:
+        complete_manifests(deps.store, campaign_id)
+    except (ObjectNotFoundError, CorruptObjectError) as err:
+        raise CheckpointUnavailableError(
+            f"checkpoint object unusable ({err}); the step is refused and nothing new is written"
+        ) from err
+
+
+def _refuse_if_all_skipped(train_step_no: int, groups: int, loaded: LoadedBatch) -> None:
+    if len(loaded.skipped_groups) < groups:
+        return
+    shown = "; ".join(f"{g.group_id}: {g.key}" for g in loaded.skipped_groups[:3])
+    raise InvalidTrainInput(
+        f"train step {train_step_no}: all {groups} groups reference objects that are gone or corrupt "
+        "in MinIO "
+        f"({shown}{'; …' if len(loaded.skipped_groups) > 3 else ''}); the previous checkpoint stays current"
+    )
+
+
+def _nothing_trainable(what: str, loaded: LoadedBatch, stale: int) -> InvalidTrainInput:
+    reasons = [f"{n} without {r.removeprefix('no ')}" for r, n in sorted(loaded.skip_reasons.items())]
+    if stale:
+        reasons.append(f"{stale} outside the staleness bound")
+    detail = f" (steps skipped: {', '.join(reasons)})" if reasons else ""
+    hint = (
+        "; VLM step records need responseTokenIds, tokenLogProbs and a promptKey (docs/vlm.md)"
+        if loaded.skip_reasons
+        else ""
+    )
+    return InvalidTrainInput(f"{what}{detail}{hint}")
+
+
+def _staleness(inp: dict[str, Any]) -> tuple[Callable[[int], bool], Callable[[int], int]]:
+    allowed: list[int] | None = inp.get("allowedVersions")
+    head, bound = inp["fromVersion"], inp["maxStaleness"]
+
+    def is_allowed(v: int) -> bool:
+        return v in allowed if allowed is not None else head - bound <= v <= head
+
+    def staleness(v: int) -> int:
+        return allowed.index(v) if allowed is not None and v in allowed else max(0, head - v)
+
+    return is_allowed, staleness
+
+
+def _finite(metrics: dict[str, float]) -> dict[str, float]:
+    return {k: float(v) for k, v in metrics.items() if v == v and abs(v) != float("inf")}
+
+
+def _save(
+    deps: TrainerDeps, model: nn.Module, processor: Any, optimizer: torch.optim.Optimizer
+) -> tuple[Path, Path]:
+    out = Path(tempfile.mkdtemp(prefix="step-", dir=deps.work_dir))
+    folder = out / "hf"
+    models.save(model, processor, folder)
+    optimizer_file = out / "optimizer.safetensors"
+    models.save_optimizer(model, optimizer, optimizer_file)
+    return folder, optimizer_file
+
+
+def _train_step(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
+    inp = validate_train_step_input(raw)
+    campaign, step_no, head = inp["campaignId"], inp["trainStep"], inp["fromVersion"]
+    started = time.time()
+    committed = read_committed(deps.store, campaign, step_no)
+    if committed:
+        return committed
+    _read_chain(deps, campaign)
+    cfg_raw = inp["trainer"]
+    if cfg_raw.get("epochs", 1) != 1:
+        raise InvalidTrainInput(
+            f"invalid trainStep input: trainer.epochs is {cfg_raw['epochs']}; the VLM trainer takes one "
+            "optimiser step per train step over the whole batch (DART: ppo_epochs 1): set trainer.epochs=1"
+        )
+    config = TrainConfig.from_trainer(cfg_raw)
+    deps.work_dir.mkdir(parents=True, exist_ok=True)
+    processor = models.load_processor(deps.setup)
+    current = load_version(deps, campaign, head, "current", trainable=True)
+    use_kl = config.loss.use_kl and config.loss.kl_beta > 0
+    reference = (
+        load_version(deps, campaign, inp["referenceVersion"], "KL reference", False) if use_kl else None
+    )
+
+    loaded = load_samples(
+        deps.store,
+        processor,
+        inp["groups"],
+        on_progress=lambda p: deps.heartbeat({"phase": "loading", "trainStep": step_no, **p}),
+    )
+    _refuse_if_all_skipped(step_no, len(inp["groups"]), loaded)
+    is_allowed, staleness = _staleness(inp)
+    # Staleness bound per step sample (DART §3.4), along the lineage when given; pooled successes exempt.
+    fresh = [s for s in loaded.samples if s.injected_from_pool or is_allowed(s.policy_version)]
+    stale = len(loaded.samples) - len(fresh)
+    if not fresh:
+        raise _nothing_trainable(
+            f"train step {step_no}: no fresh, trainable step in {len(inp['groups'])} groups", loaded, stale
+        )
+
+    optimizer = make_optimizer(current.model, config)
+    reset = cfg_raw.get("optimizerReset", "none")
+    fresh_optimizer = reset == "every-step" or (reset == "rl-start" and head == inp["referenceVersion"])
+    if current.manifest is not None and not fresh_optimizer:
+        state = checkpoints.fetch_optimizer(
+            deps.store, current.manifest, deps.work_dir / f"opt-{step_no}.safetensors"
+        )
+        if state is not None:
+            models.load_optimizer(
+                current.model, optimizer, state, f"checkpoint v{head} of campaign {campaign}"
+            )
+            state.unlink()
+
+    result = train_step(
+        current.model,
+        processor,
+        [s.sample for s in fresh],
+        config,
+        optimizer,
+        reference=reference.model if reference else None,
+        heartbeat=lambda d: deps.heartbeat({**d, "trainStep": step_no}),
+    )
+    metrics = {k: v for k, v in result.metrics.items() if k not in ("numSamples", "numSelected")}
+    metrics.update(
+        staleSteps=float(stale),
+        skippedSteps=float(loaded.skipped_steps),
+        skippedGroups=float(len(loaded.skipped_groups)),
+        optimizerSteps=1.0,
+        samplesPerSecond=len(fresh) / max(1e-3, time.time() - started),
+    )
+    folder, optimizer_file = _save(deps, current.model, processor, optimizer)
+    try:
+        return commit_train_step(
+            deps.store,
+            StepOutcome(
+                campaign_id=campaign,
+                train_step=step_no,
+                from_version=head,
+                kind=deps.setup.kind,
+                folder=folder,
+                optimizer_file=optimizer_file,
+                metrics=_finite(metrics),
+                groups=inp["groups"],
+                min_versions=loaded.min_versions,
+                staleness=staleness,
+                skipped=loaded.skipped_groups,
+                is_weight={
+                    "mean": metrics.get("isWeightMean", 1.0),
+                    "min": metrics.get("isWeightMin", 1.0),
+                    "truncatedFraction": metrics.get("isWeightTruncatedFraction", 0.0),
+                },
+                started_at=int(started * 1000),
+            ),
+        )
+    finally:
+        shutil.rmtree(folder.parent, ignore_errors=True)
+
+
+def _behaviour_clone(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
+    inp = validate_behaviour_clone_input(raw)
+    campaign, step_no, head = inp["campaignId"], inp["trainStep"], inp["fromVersion"]
+    committed = read_committed(deps.store, campaign, step_no)
+    if committed:
+        return committed
+    _read_chain(deps, campaign)
+    deps.work_dir.mkdir(parents=True, exist_ok=True)
+    processor = models.load_processor(deps.setup)
+    current = load_version(deps, campaign, head, "current", trainable=True)
+    loaded = load_samples(
+        deps.store,
+        processor,
+        inp["demos"],
+        on_progress=lambda p: deps.heartbeat({"phase": "loading", "trainStep": step_no, **p}),
+    )
+    _refuse_if_all_skipped(step_no, len(inp["demos"]), loaded)
+    if not loaded.samples:
+        raise _nothing_trainable("behaviourClone: the demonstrations hold no trainable step", loaded, 0)
+    # BC starts fresh moments (as the TypeScript trainer), with its own learning rate and no decay.
+    optimizer = make_optimizer(
+        current.model, TrainConfig(learning_rate=inp["learningRate"], weight_decay=0.0)
+    )
+    metrics = bc_epochs(
+        current.model,
+        processor,
+        [s.sample for s in loaded.samples],
+        optimizer,
+        epochs=inp["epochs"],
+        minibatch_size=inp["minibatchSize"],
+        seed=f"{campaign}/bc/{step_no}",
+        heartbeat=deps.heartbeat,
+    )
+    folder, optimizer_file = _save(deps, current.model, processor, optimizer)
+    _, staleness = _staleness({"fromVersion": head, "maxStaleness": 0})
+    try:
+        return commit_train_step(
+            deps.store,
+            StepOutcome(
+                campaign_id=campaign,
+                train_step=step_no,
+                from_version=head,
+                kind=deps.setup.kind,
+                folder=folder,
+                optimizer_file=optimizer_file,
+                metrics=_finite(metrics),
+                groups=inp["demos"],
+                min_versions=loaded.min_versions,
+                staleness=staleness,
+                skipped=loaded.skipped_groups,
+                is_weight={"mean": 1.0, "min": 1.0, "truncatedFraction": 0.0},
+            ),
+        )
+    finally:
+        shutil.rmtree(folder.parent, ignore_errors=True)
+
+
+def _refusing_damaged_checkpoints(
+    fn: Callable[[TrainerDeps, Any], dict[str, Any]],
+) -> Callable[[TrainerDeps, Any], dict[str, Any]]:
+    """Any other checkpoint object gone or damaged (an optimizer state, a manifest while listing):
+    refused non-retryably, as the TypeScript trainer does; other missing objects propagate."""
+
+    def run(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
+        try:
+            return fn(deps, raw)
+        except (ObjectNotFoundError, CorruptObjectError) as err:
+            if "/checkpoints/" not in err.key:
+                raise
+            raise CheckpointUnavailableError(
+                f"checkpoint object unusable ({err}); the step is refused and nothing new is written"
+            ) from err
+
+    return run
+
+
+run_train_step = _refusing_damaged_checkpoints(_train_step)
+run_behaviour_clone = _refusing_damaged_checkpoints(_behaviour_clone)

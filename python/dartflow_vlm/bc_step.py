@@ -1,0 +1,72 @@
+"""Behaviour cloning of a VLM (the `behaviourClone` activity's computation): minimise the token-mean
+negative log-likelihood of the demonstrated responses, through the same teacher forcing as the RL step.
+
+Per epoch the demonstrations are shuffled with a seed derived from the step (a retry sees the same
+order), cut into minibatches of `minibatch_size`, and each minibatch is one AdamW step (gradient clip
+2.0, no weight decay: the TypeScript trainer's BC settings). Gradients accumulate one sample at a time,
+so memory does not grow with the minibatch.
+"""
+
+import math
+import random
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from transformers import Qwen2VLProcessor
+
+from .errors import NonFiniteLossError
+from .train_step import Heartbeat, StepSample, response_logprobs
+
+BC_GRAD_CLIP = 2.0
+
+
+def bc_epochs(
+    model: nn.Module,
+    processor: Qwen2VLProcessor,
+    samples: Sequence[StepSample],
+    optimizer: torch.optim.Optimizer,
+    *,
+    epochs: int,
+    minibatch_size: int,
+    seed: str,
+    heartbeat: Heartbeat,
+) -> dict[str, float]:
+    model.eval()  # no dropout: the same function the rollouts sample from
+    rng = random.Random(seed)
+    loss_sum = 0.0
+    grad_norm_sum = 0.0
+    updates = 0
+    for epoch in range(epochs):
+        order = list(range(len(samples)))
+        rng.shuffle(order)
+        for start in range(0, len(order), minibatch_size):
+            rows = [samples[i] for i in order[start : start + minibatch_size]]
+            optimizer.zero_grad(set_to_none=True)
+            batch_loss = 0.0
+            for s in rows:
+                logp, _ = response_logprobs(model, processor, s)
+                loss = -logp.mean() / len(rows)
+                if not torch.isfinite(loss):
+                    optimizer.zero_grad(set_to_none=True)
+                    raise NonFiniteLossError("the BC loss is not finite; previous checkpoint kept")
+                loss.backward()
+                batch_loss += float(loss.detach())
+            norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), BC_GRAD_CLIP))
+            if not math.isfinite(norm):
+                optimizer.zero_grad(set_to_none=True)
+                raise NonFiniteLossError(
+                    f"the BC gradient norm is not finite ({norm}); previous checkpoint kept"
+                )
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            loss_sum += batch_loss
+            grad_norm_sum += norm
+            updates += 1
+            heartbeat({"phase": "bc", "epoch": epoch, "minibatch": updates})
+    return {
+        "bcLoss": loss_sum / max(1, updates),
+        "gradNorm": grad_norm_sum / max(1, updates),
+        "samples": float(len(samples)),
+        "optimizerSteps": float(updates),
+    }

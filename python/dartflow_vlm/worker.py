@@ -1,0 +1,159 @@
+"""The VLM trainer as a Temporal worker: `trainStep` and `behaviourClone` on the trainer task queue,
+the same activity names, inputs, results and failure types as workers/trainer-worker.ts, so a campaign
+routes VLM training here by the queue alone.
+
+    .tools/vlm-venv/bin/python -m dartflow_vlm.worker --base-model /models/tiny-qwen2-vl \\
+        [--task-queue trainer] [--lora-rank 8] [--work-dir .data/vlm-trainer] [--threads 2]
+
+Temporal and MinIO are found through the same environment variables as the TypeScript roles
+(TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE / TEMPORAL_TLS_*, S3_*; the local dev servers otherwise).
+One step at a time (the trainer owns its CPU/GPU); the activities run in a worker thread and heartbeat
+at every phase and every sample. A TrainerError becomes a non-retryable ApplicationError with the
+TypeScript trainer's type name (InvalidTrainInput, CheckpointMismatchError, CheckpointUnavailableError,
+NonFiniteLossError); anything else (MinIO unreachable, a lost version race) stays retryable. When the
+worker is ready it prints one JSON line `{"ready": true, "taskQueue": ...}` to stdout.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+from temporalio import activity
+from temporalio.client import Client, TLSConfig
+from temporalio.exceptions import ApplicationError
+from temporalio.worker import Worker
+
+from .activities import TrainerDeps, run_behaviour_clone, run_train_step
+from .errors import TrainerError
+from .models import PolicySetup
+from .store import ObjectStore, S3Settings
+
+DEFAULT_QUEUE = "trainer"  # schemas/task-queues.ts TASK_QUEUES.trainer
+
+
+def _heartbeat(details: dict[str, Any]) -> None:
+    activity.heartbeat(details)
+
+
+def _as_application_error(err: TrainerError) -> ApplicationError:
+    return ApplicationError(str(err), type=err.type, non_retryable=True)
+
+
+class TrainerActivities:
+    def __init__(self, deps: TrainerDeps) -> None:
+        self.deps = replace(deps, heartbeat=_heartbeat)
+
+    @activity.defn(name="trainStep")
+    def train_step(self, raw: Any) -> dict[str, Any]:
+        try:
+            return run_train_step(self.deps, raw)
+        except TrainerError as err:
+            raise _as_application_error(err) from err
+
+    @activity.defn(name="behaviourClone")
+    def behaviour_clone(self, raw: Any) -> dict[str, Any]:
+        try:
+            return run_behaviour_clone(self.deps, raw)
+        except TrainerError as err:
+            raise _as_application_error(err) from err
+
+
+async def connect_temporal(env: dict[str, str]) -> Client:
+    port = env.get("DARTFLOW_TEMPORAL_PORT", "7233")
+    address = env.get("TEMPORAL_ADDRESS") or f"127.0.0.1:{port}"
+    tls: TLSConfig | bool = False
+    cert, key = env.get("TEMPORAL_TLS_CERT_PATH"), env.get("TEMPORAL_TLS_KEY_PATH")
+    if cert or key:
+        if not (cert and key):
+            raise ValueError("set both TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH (mTLS), or neither")
+        ca = env.get("TEMPORAL_TLS_CA_PATH")
+        tls = TLSConfig(
+            client_cert=Path(cert).read_bytes(),
+            client_private_key=Path(key).read_bytes(),
+            server_root_ca_cert=Path(ca).read_bytes() if ca else None,
+            domain=env.get("TEMPORAL_TLS_SERVER_NAME") or None,
+        )
+    return await Client.connect(address, namespace=env.get("TEMPORAL_NAMESPACE", "default"), tls=tls)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    env = os.environ
+    data_dir = Path(env.get("DARTFLOW_DATA_DIR", Path(__file__).resolve().parents[2] / ".data"))
+    p = argparse.ArgumentParser(prog="python -m dartflow_vlm.worker", description=__doc__.split("\n\n")[0])
+    p.add_argument("--task-queue", default=env.get("DARTFLOW_TRAINER_QUEUE", DEFAULT_QUEUE))
+    p.add_argument(
+        "--base-model",
+        default=env.get("DARTFLOW_VLM_BASE_MODEL"),
+        help="the Hugging Face folder the vLLM servers started from (v0, and the processor)",
+    )
+    p.add_argument(
+        "--lora-rank", type=int, default=0, help="train a LoRA adapter of this rank (0: full weights)"
+    )
+    p.add_argument("--lora-alpha", type=int, default=16)
+    p.add_argument(
+        "--work-dir", default=str(data_dir / "vlm-trainer"), help="downloaded checkpoints, outputs"
+    )
+    p.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
+    args = p.parse_args(argv)
+    if not args.base_model:
+        p.error(
+            "--base-model (or DARTFLOW_VLM_BASE_MODEL) is required: the folder the vLLM servers started from"
+        )
+    if not (Path(args.base_model) / "config.json").exists():
+        p.error(f"--base-model {args.base_model}: no config.json there; give a Hugging Face model folder")
+    return args
+
+
+async def run(argv: list[str]) -> int:
+    args = parse_args(argv)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    store = ObjectStore(S3Settings.from_env())
+    await asyncio.to_thread(store.ensure_bucket)
+    deps = TrainerDeps(
+        store=store,
+        setup=PolicySetup(
+            base_model=Path(args.base_model), lora_rank=args.lora_rank, lora_alpha=args.lora_alpha
+        ),
+        work_dir=Path(args.work_dir),
+    )
+    client = await connect_temporal(dict(os.environ))
+    acts = TrainerActivities(deps)
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        worker = Worker(
+            client,
+            task_queue=args.task_queue,
+            activities=[acts.train_step, acts.behaviour_clone],
+            activity_executor=executor,
+            max_concurrent_activities=1,
+            # Let an in-flight step finish on SIGTERM; a kill -9 is covered by the step's idempotency.
+            graceful_shutdown_timeout=timedelta(minutes=2),
+        )
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with worker:
+            print(
+                json.dumps({"ready": True, "taskQueue": args.task_queue, "kind": deps.setup.kind}), flush=True
+            )
+            await stop.wait()
+    store.close()
+    return 0
+
+
+def main() -> int:
+    return asyncio.run(run(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
