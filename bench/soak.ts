@@ -18,7 +18,7 @@
  *   npx tsx bench/soak.ts [--scenario faults] [--episodes 100000] [--train-steps 2000] [--max-minutes 360]
  *                         [--fault-every 3] [--seed 1] [--slots 32] [--profile osworld] [--scale 0.01]
  *   npx tsx bench/soak.ts --scenario point9 [--minutes 60] [--envs 256] [--scale 0.2] [--train-seconds 1500]
- *   (both: [--bucket-minutes 5] [--publish])
+ *   (both: [--bucket-minutes 5] [--publish]; faults: [--keep-data] keeps the private cluster's data dir)
  * Writes soak.json (keyed by scenario) and soak-<scenario>-utilization.png / -history.png to the bench
  * output dir (bench/lib/output.ts).
  */
@@ -274,7 +274,10 @@ async function soakFaults(values: Record<string, string | undefined>, args: stri
     envSlots: s.slots,
     policyServers: 2,
     orchestratorBuildId: 'soak-build-1',
+    // --keep-data: leave the private cluster's Temporal db, MinIO data and worker logs for a post-mortem.
+    ...(values['keep-data'] === 'true' ? { keepData: true } : {}),
   });
+  if (values['keep-data'] === 'true') log(`data, SQLite and worker logs kept in ${cluster.dataDir}`);
   const over = new AbortController();
   const recoveries: Promise<void>[] = [];
   let client: DartflowClient | undefined;
@@ -482,7 +485,9 @@ export function soakSummary(r: SoakReport): string {
   ].join('\n');
 }
 
-export async function benchSoak(args: string[]): Promise<void> {
+export async function benchSoak(argv: string[]): Promise<void> {
+  const keepData = argv.includes('--keep-data');
+  const args = argv.filter((a) => a !== '--keep-data');
   const { values } = parseArgs({
     args,
     options: Object.fromEntries(
@@ -505,6 +510,8 @@ export async function benchSoak(args: string[]): Promise<void> {
       ].map((k) => [k, { type: 'string' as const }])
     ),
   }) as { values: Record<string, string | undefined> };
+  // A flag without a value (parseArgs above reads string options only).
+  if (keepData) values['keep-data'] = 'true';
   const scenario = (values.scenario ?? 'faults') as Scenario;
   if (scenario !== 'faults' && scenario !== 'point9')
     throw new Error(`--scenario must be faults or point9, got ${String(values.scenario)}`);

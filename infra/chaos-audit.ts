@@ -13,7 +13,9 @@
  * - no infrastructure failure is recorded as a reward: non-ok manifests carry reward null, every reward
  *   a task group reported came from a completed episode activity with status ok (failed attempts never
  *   turn into a reward), lost episodes are never trained on, the ledger's reward is the manifest's, and
- *   an ok rollout trajectory's steps were all answered by a policy server.
+ *   an ok rollout trajectory's steps were all answered by a policy server;
+ * - no object a train step needed was missing or corrupt (nothing in a campaign deletes trajectories, so a
+ *   group the trainer left out is data lost: it is accounted for, and reported as a problem with the reason).
  */
 
 export interface ManifestEvidence {
@@ -37,6 +39,8 @@ export interface LedgerEvidence {
   fromVersion: number;
   toVersion: number;
   consumed: Array<{ trajectoryId: string; groupId: string; reward: number; injectedFromPool: boolean }>;
+  /** Groups of the batch the trainer left out because an object of theirs was missing or corrupt. */
+  skipped?: Array<{ groupId: string; reason: string }>;
 }
 
 export interface CheckpointEvidence {
@@ -180,6 +184,12 @@ export function auditCampaign(input: AuditInput): AuditReport {
     else if (parentOf.get(e.toVersion) !== e.fromVersion)
       problems.push(`train step ${e.trainStep}: v${e.toVersion}'s parent is not v${e.fromVersion}`);
   }
+  const skippedByTrainer = new Map<string, string>();
+  for (const e of input.ledger)
+    for (const k of e.skipped ?? []) {
+      skippedByTrainer.set(k.groupId, k.reason);
+      problems.push(`train step ${e.trainStep} left group ${k.groupId} out: ${k.reason}`);
+    }
   const steps = new Set(input.ledger.map((e) => e.trainStep));
   if (steps.size !== input.ledger.length) problems.push('two ledger entries for one train step');
 
@@ -241,6 +251,7 @@ export function auditCampaign(input: AuditInput): AuditReport {
     const reason =
       discarded.get(m.trajectoryId) ??
       (reportedLost.has(m.trajectoryId) ? 'lost-infra' : undefined) ??
+      (skippedByTrainer.has(m.groupId) ? 'trainer-skipped' : undefined) ??
       (m.source === 'demo' ? 'bc-demo' : m.source === 'precollect' ? 'precollect' : undefined);
     if (reason) inc(accounted, reason);
     else {

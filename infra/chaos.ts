@@ -714,6 +714,7 @@ export async function collectAuditEvidence(
           reward: c.reward,
           injectedFromPool: c.injectedFromPool,
         })),
+        ...(e.skipped?.length ? { skipped: e.skipped.map((k) => ({ groupId: k.groupId, reason: k.reason })) } : {}),
       })),
       checkpoints: lineage.checkpoints.map((c) => ({ version: c.version, parentVersion: c.parentVersion })),
       discards: lineage.discards.map((d) => ({ groupId: d.groupId, event: d.event, trajectories: d.trajectories })),

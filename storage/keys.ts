@@ -19,8 +19,13 @@ export const keys = {
   screenshot: (sha256: string) => `screenshots/${sha256}.png`,
   trajectoryManifest: (campaignId: string, trajectoryId: string) =>
     `campaigns/${safeSegment(campaignId, 'campaignId')}/trajectories/${safeSegment(trajectoryId, 'trajectoryId')}/manifest.json`,
-  trajectorySteps: (campaignId: string, trajectoryId: string) =>
-    `campaigns/${safeSegment(campaignId, 'campaignId')}/trajectories/${safeSegment(trajectoryId, 'trajectoryId')}/steps.jsonl`,
+  /**
+   * One steps object per activity attempt (the first keeps the plain name): a retry and a zombie attempt
+   * of the same episode never overwrite each other's steps, so the manifest that wins always names steps
+   * whose sha256 it recorded (activities/env/manifest-commit.ts).
+   */
+  trajectorySteps: (campaignId: string, trajectoryId: string, attempt = 1) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/trajectories/${safeSegment(trajectoryId, 'trajectoryId')}/${attempt <= 1 ? 'steps.jsonl' : `steps-a${attempt}.jsonl`}`,
   trajectoryPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/trajectories/`,
   checkpointPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/checkpoints/`,
   checkpointManifest: (campaignId: string, version: number) =>

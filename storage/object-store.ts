@@ -175,6 +175,58 @@ export class ObjectStore {
     }
   }
 
+  /**
+   * Writes the object only if it is still the version whose ETag the caller read (S3 conditional PUT,
+   * `If-Match`): a record another writer replaced in between is never overwritten. `written: false` means
+   * the object changed (or was deleted); read it again and decide anew.
+   */
+  async putBytesIfMatch(
+    key: string,
+    data: Uint8Array,
+    etag: string,
+    contentType = 'application/octet-stream'
+  ): Promise<ConditionalPutResult> {
+    const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    const sha256 = sha256Hex(buf);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.call(key, () =>
+          this.client.putObject(this.bucket, key, buf, buf.length, {
+            'Content-Type': contentType,
+            [SHA_META]: sha256,
+            'If-Match': `"${etag}"`,
+          })
+        );
+        return { written: true, ref: { bucket: this.bucket, key, sha256, bytes: buf.length } };
+      } catch (err) {
+        if (err instanceof ObjectNotFoundError) return { written: false };
+        const code = (err as { code?: string }).code;
+        if (code === 'PreconditionFailed') return { written: false };
+        if (code === 'ConditionalRequestConflict' && attempt < CONDITIONAL_CONFLICT_TRIES) {
+          await new Promise((r) => setTimeout(r, 50 * attempt));
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+
+  /** putJson with putBytesIfMatch's only-if-unchanged rule (the value is validated before writing). */
+  async putJsonIfMatch<T>(key: string, value: T, etag: string, schema?: z.ZodType<T>): Promise<ConditionalPutResult> {
+    const checked = schema ? schema.parse(value) : value;
+    return this.putBytesIfMatch(key, Buffer.from(JSON.stringify(checked)), etag, 'application/json');
+  }
+
+  /** The object's current ETag (the token putBytesIfMatch takes), or null when there is no such object. */
+  async etagOf(key: string): Promise<string | null> {
+    try {
+      return (await this.call(key, () => this.client.statObject(this.bucket, key))).etag;
+    } catch (err) {
+      if (err instanceof ObjectNotFoundError) return null;
+      throw err;
+    }
+  }
+
   /** putJson with putBytesIfAbsent's only-if-absent rule (the value is validated before writing). */
   async putJsonIfAbsent<T>(key: string, value: T, schema?: z.ZodType<T>): Promise<ConditionalPutResult> {
     const checked = schema ? schema.parse(value) : value;

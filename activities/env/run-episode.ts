@@ -10,9 +10,10 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { EpisodeTiming, ObjectRef, StepRecord, TrajectoryManifest } from '../../schemas/records';
-import { StepRecordSchema, TrajectoryManifestSchema } from '../../schemas/records';
+import { StepRecordSchema } from '../../schemas/records';
 import { keys } from '../../storage/keys';
 import { serializeJsonLines, sha256Hex, type ObjectStore } from '../../storage/object-store';
+import { commitManifest } from './manifest-commit';
 import { EnvError } from '../../envs/errors';
 import { StorageUnavailableError } from '../../storage/errors';
 import { TaskConfigError } from '../../tasks/errors';
@@ -109,7 +110,7 @@ export async function runEpisodeCore(
   const maxSteps = input.maxSteps ?? task.maxSteps;
   const { campaignId, trajectoryId } = input;
   const manifestKey = keys.trajectoryManifest(campaignId, trajectoryId);
-  const stepsKey = keys.trajectorySteps(campaignId, trajectoryId);
+  const stepsKey = keys.trajectorySteps(campaignId, trajectoryId, hooks.attempt);
   const clock = new EpisodeClock(now);
 
   let env: GuiEnv;
@@ -162,8 +163,9 @@ export async function runEpisodeCore(
       ...(error ? { error: error.slice(0, 2000) } : {}),
       timing,
     };
-    await deps.store.putJson(manifestKey, manifest, TrajectoryManifestSchema);
-    return manifest;
+    // What is stored is what this attempt reports: an ok manifest another attempt committed first wins.
+    const committed = await commitManifest(deps.store, manifestKey, manifest);
+    return committed.manifest;
   };
 
   try {

@@ -142,6 +142,21 @@ test('auditCampaign: an ok trajectory neither consumed nor discarded is unaccoun
   assert.equal(p.filter((x) => /neither consumed nor accounted/.test(x)).length, 2, p.join('\n'));
 });
 
+test('auditCampaign: a group the trainer left out (object missing or corrupt) is accounted for and reported', () => {
+  // What the soak once showed as 23 unaccounted trajectories: whole groups the trainer skipped because one
+  // trajectory's steps no longer matched their recorded sha256 (two attempts had written them).
+  const input = sound();
+  input.discards = [];
+  input.ledger[0]!.skipped = [{ groupId: 'g1', reason: 'corrupt object …/steps.jsonl: sha256 does not match' }];
+  const r = auditCampaign(input);
+  assert.equal(r.trajectories.unaccounted, 0);
+  assert.equal(r.trajectories.accounted['trainer-skipped'], 2);
+  assert.deepEqual(
+    r.problems.filter((x) => /left group g1 out: corrupt object/.test(x)),
+    ['train step 1 left group g1 out: corrupt object …/steps.jsonl: sha256 does not match']
+  );
+});
+
 test('auditCampaign: a broken checkpoint chain or a gap in versions is found', () => {
   assert.ok(problemsOf((a) => (a.checkpoints[1]!.parentVersion = null)).some((x) => /broken chain/.test(x)));
   assert.ok(problemsOf((a) => (a.checkpoints[1]!.parentVersion = 5)).some((x) => /broken chain/.test(x)));
