@@ -22,6 +22,7 @@ const SUITES: Record<string, (args: string[]) => Promise<void>> = {
   quickstart: benchQuickstart,
   ablation: benchAblation,
   charts: () => benchCharts(),
+  replot: (args) => import('./charts').then((m) => m.benchReplot(args)),
   chaos: benchChaos,
   efficiency: benchEfficiency,
   overhead: benchOverhead,
