@@ -468,6 +468,7 @@ export function soakSummary(r: SoakReport): string {
     `soak ${r.scenario}: ${r.episodes.toLocaleString('en-US')} rollout episodes, ${r.trainSteps} train steps, ${r.wallMinutes.toFixed(1)} min (stopped by ${r.campaign.stoppedBy}; campaign ${r.campaign.completed ? 'completed' : `did not complete: ${r.campaign.error ?? ''}`})`,
     `largest history: ${l ? `${l.events} events / ${l.bytes} bytes (${l.type} ${l.workflowId})` : '—'}; continue-as-new ${r.history.continueAsNew}; non-determinism errors ${r.history.nondeterminismErrors}; ${r.history.runs} runs read`,
     `trajectories unaccounted ${r.audit.trajectories.unaccounted}; trained from an abandoned branch ${r.audit.trainedFromAbandonedBranch}; audit problems ${r.audit.problems}`,
+    `train steps that failed: ${r.server.failedTrainSteps}${r.server.trainStepErrors.length ? ` (first: ${r.server.trainStepErrors.slice(0, 3).join(' | ')})` : ''}`,
     `whole run: env utilization ${pct(r.totals.envUtilization)}, trainer idle ${pct(r.totals.trainerIdle)} (${r.totals.trainerIdleSeconds.toFixed(0)} s of ${r.totals.windowSeconds.toFixed(0)} s)`,
     ...(r.faults
       ? [

@@ -464,6 +464,10 @@ export interface HistoryStats {
   workflowTasksByBuild: Record<string, number>;
   /** Episodes a batched runEpisodes activity reported as failed (each retried on its own). */
   failedEpisodeOutcomes: number;
+  /** Train-step children that ended with a failed step (their data was discarded as train-step-failed). */
+  failedTrainSteps: number;
+  /** The first few of their errors, so a soak report says why training stalled. */
+  trainStepErrors: string[];
 }
 
 export function emptyHistoryStats(): HistoryStats {
@@ -477,7 +481,23 @@ export function emptyHistoryStats(): HistoryStats {
     nondeterminismErrors: 0,
     workflowTasksByBuild: {},
     failedEpisodeOutcomes: 0,
+    failedTrainSteps: 0,
+    trainStepErrors: [],
   };
+}
+
+/** How many train-step errors a report keeps verbatim. */
+const TRAIN_STEP_ERRORS_KEPT = 10;
+
+/** A trainStepWorkflow's outcome (workflows/train-step.ts) from its completion event, counted when it failed. */
+export function countTrainStepOutcome(events: HistoryEvent[], stats: HistoryStats): void {
+  const done = events.find((e) => e.eventType === ET.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED);
+  const outcome = decode(done?.workflowExecutionCompletedEventAttributes?.result) as
+    { ok?: boolean; trainStep?: number; error?: string } | undefined;
+  if (!outcome || outcome.ok !== false) return;
+  stats.failedTrainSteps++;
+  if (stats.trainStepErrors.length < TRAIN_STEP_ERRORS_KEPT)
+    stats.trainStepErrors.push(`step ${String(outcome.trainStep)}: ${String(outcome.error).slice(0, 300)}`);
 }
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -699,6 +719,7 @@ export async function collectAuditEvidence(
     countHistory(events, history);
     opts.onHistory?.(wf, h);
     if (wf.type === 'taskGroupWorkflow') groups.push(groupEvidenceFromHistory(wf.workflowId, events, history));
+    if (wf.type === 'trainStepWorkflow') countTrainStepOutcome(events, history);
     if (history.workflows % 1000 === 0) opts.onProgress?.('histories', history.workflows);
   });
   return {

@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { auditCampaign, type AuditInput } from '../../infra/chaos-audit';
-import { chaosSchedule, FAULT_KINDS } from '../../infra/chaos';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { chaosSchedule, countTrainStepOutcome, emptyHistoryStats, FAULT_KINDS } from '../../infra/chaos';
 import type { GroupSummary, TrajectorySummary } from '../../schemas/campaign';
 import { batchDiscards, failedStepDiscards, groupDiscards, lostDiscards } from '../../workflows/logic/discards';
 
@@ -315,4 +317,22 @@ test('auditCampaign: a branch after a rollback is sound; training on data of the
     p.some((x) => /consumed g1-e0, sampled by v1\.\.v1 off its lineage/.test(x)),
     p.join('\n')
   );
+});
+
+test('countTrainStepOutcome: failed train-step children are counted with their errors, ok ones are not', () => {
+  const completed = (outcome: object) => [
+    {
+      eventType: temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+      workflowExecutionCompletedEventAttributes: { result: { payloads: [defaultPayloadConverter.toPayload(outcome)] } },
+    },
+  ];
+  const stats = emptyHistoryStats();
+  countTrainStepOutcome(completed({ ok: true, trainStep: 1, version: 1 }), stats);
+  countTrainStepOutcome(
+    completed({ ok: false, trainStep: 2, error: 'InvalidTrainInput: no fresh, trainable step' }),
+    stats
+  );
+  countTrainStepOutcome([], stats); // still running: nothing to count
+  assert.equal(stats.failedTrainSteps, 1);
+  assert.deepEqual(stats.trainStepErrors, ['step 2: InvalidTrainInput: no fresh, trainable step']);
 });
