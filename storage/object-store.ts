@@ -150,29 +150,7 @@ export class ObjectStore {
     data: Uint8Array,
     contentType = 'application/octet-stream'
   ): Promise<ConditionalPutResult> {
-    const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-    const sha256 = sha256Hex(buf);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.call(key, () =>
-          this.client.putObject(this.bucket, key, buf, buf.length, {
-            'Content-Type': contentType,
-            [SHA_META]: sha256,
-            'If-None-Match': '*',
-          })
-        );
-        return { written: true, ref: { bucket: this.bucket, key, sha256, bytes: buf.length } };
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (code === 'PreconditionFailed') return { written: false };
-        // S3 answers 409 while another conditional write of the key is in flight: ask again once it settled.
-        if (code === 'ConditionalRequestConflict' && attempt < CONDITIONAL_CONFLICT_TRIES) {
-          await new Promise((r) => setTimeout(r, 50 * attempt));
-          continue;
-        }
-        throw err;
-      }
-    }
+    return this.conditionalPut(key, data, { 'If-None-Match': '*' }, contentType);
   }
 
   /**
@@ -186,6 +164,21 @@ export class ObjectStore {
     etag: string,
     contentType = 'application/octet-stream'
   ): Promise<ConditionalPutResult> {
+    try {
+      return await this.conditionalPut(key, data, { 'If-Match': `"${etag}"` }, contentType);
+    } catch (err) {
+      if (err instanceof ObjectNotFoundError) return { written: false }; // deleted since the caller read it
+      throw err;
+    }
+  }
+
+  /** One conditional PUT: `written: false` when the server refused its precondition. */
+  private async conditionalPut(
+    key: string,
+    data: Uint8Array,
+    condition: Record<string, string>,
+    contentType: string
+  ): Promise<ConditionalPutResult> {
     const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
     const sha256 = sha256Hex(buf);
     for (let attempt = 1; ; attempt++) {
@@ -194,14 +187,14 @@ export class ObjectStore {
           this.client.putObject(this.bucket, key, buf, buf.length, {
             'Content-Type': contentType,
             [SHA_META]: sha256,
-            'If-Match': `"${etag}"`,
+            ...condition,
           })
         );
         return { written: true, ref: { bucket: this.bucket, key, sha256, bytes: buf.length } };
       } catch (err) {
-        if (err instanceof ObjectNotFoundError) return { written: false };
         const code = (err as { code?: string }).code;
         if (code === 'PreconditionFailed') return { written: false };
+        // S3 answers 409 while another conditional write of the key is in flight: ask again once it settled.
         if (code === 'ConditionalRequestConflict' && attempt < CONDITIONAL_CONFLICT_TRIES) {
           await new Promise((r) => setTimeout(r, 50 * attempt));
           continue;
