@@ -1,6 +1,7 @@
 /**
  * Runs dartflow's roles on this machine as child processes (what `npm start` and `dartflow workers` do):
- * one orchestrator worker, N env workers, one trainer, M policy servers. Each child logs to
+ * one orchestrator worker, N env workers, one trainer, M policy servers, and on request (`trainer-vlm`) the
+ * Python VLM trainer (python/dartflow_vlm/worker.py, on TASK_QUEUES.trainerVlm). Each child logs to
  * .data/logs/<role>.log; stopping sends SIGTERM (graceful: in-flight work finishes) then SIGKILL.
  * Each child is its own process group, so a terminal's Ctrl-C reaches only the parent, which then stops
  * every child exactly once; a parent that dies without stopping them (kill -9) is noticed by the
@@ -12,9 +13,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { InfraSettings } from '../infra/settings';
 import { PROJECT_ROOT } from '../infra/settings';
+import { VLM_VENV, vlmPython } from '../infra/vllm';
 
-export type Role = 'orchestrator' | 'env' | 'trainer' | 'policy';
+export type Role = 'orchestrator' | 'env' | 'trainer' | 'policy' | 'trainer-vlm';
+/** The roles started when none are named. */
 export const ROLES: Role[] = ['orchestrator', 'env', 'trainer', 'policy'];
+/** Every role `--roles` accepts: `trainer-vlm` needs the VLM venv and a base model, so it is never a default. */
+export const ALL_ROLES: Role[] = [...ROLES, 'trainer-vlm'];
 
 export interface LocalWorkersOptions {
   roles?: Role[];
@@ -28,6 +33,10 @@ export interface LocalWorkersOptions {
   simulatedBernoulliReward?: number;
   policyServers?: number;
   policyBasePort?: number;
+  /** trainer-vlm: the Hugging Face folder the vLLM servers started from (else DARTFLOW_VLM_BASE_MODEL). */
+  vlmBaseModel?: string;
+  /** trainer-vlm: more flags for `python -m dartflow_vlm.worker` (e.g. ['--lora-rank', '8']). */
+  vlmTrainerArgs?: string[];
   /** Extra environment for every child. */
   env?: NodeJS.ProcessEnv;
   /** Echo child output to this process's stdout (prefixed) as well as the log file. */
@@ -59,12 +68,25 @@ export interface LocalWorkers {
   kill(): void;
 }
 
-const SCRIPTS: Record<Role, string> = {
+const SCRIPTS: Record<Exclude<Role, 'trainer-vlm'>, string> = {
   orchestrator: 'workers/orchestrator-worker.ts',
   env: 'workers/env-worker.ts',
   trainer: 'workers/trainer-worker.ts',
   policy: 'workers/policy-server.ts',
 };
+
+/** The Python VLM trainer's command line; a clear error when the venv or the base model is missing. */
+function vlmTrainerCommand(opts: LocalWorkersOptions, env: NodeJS.ProcessEnv): string[] {
+  const python = vlmPython();
+  if (!python)
+    throw new Error(`role trainer-vlm: no VLM environment at ${VLM_VENV}; run \`bash infra/install-vlm.sh\``);
+  const baseModel = opts.vlmBaseModel ?? env.DARTFLOW_VLM_BASE_MODEL;
+  if (!baseModel)
+    throw new Error(
+      'role trainer-vlm: no base model; pass --vlm-base-model DIR (or set DARTFLOW_VLM_BASE_MODEL) to the folder the vLLM servers started from'
+    );
+  return [python, '-m', 'dartflow_vlm.worker', '--base-model', baseModel, ...(opts.vlmTrainerArgs ?? [])];
+}
 
 /** Each child's metrics variables (metrics/config.ts): a port of its own, never one shared by all. */
 function localMetricsEnv(
@@ -93,7 +115,8 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
   const roles = opts.roles ?? ROLES;
   const logDir = opts.logDir ?? path.join(settings.dataDir, 'logs');
   fs.mkdirSync(logDir, { recursive: true });
-  const specs: Array<{ role: Role; name: string; args: string[]; env: NodeJS.ProcessEnv }> = [];
+  // `command`: a child that is not a TypeScript role script (the Python VLM trainer).
+  const specs: Array<{ role: Role; name: string; args: string[]; env: NodeJS.ProcessEnv; command?: string[] }> = [];
   const metricsEnv = localMetricsEnv(opts, { ...process.env, ...opts.env });
   if (roles.includes('policy')) {
     for (let i = 0; i < (opts.policyServers ?? 1); i++) {
@@ -114,6 +137,11 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
     });
   if (roles.includes('trainer'))
     specs.push({ role: 'trainer', name: 'trainer', args: [], env: metricsEnv('trainer', 'trainer', 0) });
+  if (roles.includes('trainer-vlm')) {
+    // The Python worker has no metrics endpoint; it polls TASK_QUEUES.trainerVlm (its default queue).
+    const command = vlmTrainerCommand(opts, { ...process.env, ...opts.env });
+    specs.push({ role: 'trainer-vlm', name: 'trainer-vlm', args: [], env: {}, command });
+  }
   if (roles.includes('env')) {
     for (let i = 0; i < (opts.envWorkers ?? 1); i++) {
       specs.push({
@@ -141,17 +169,20 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
     const logFile = path.join(logDir, `${spec.name}.log`);
     const out = fs.openSync(logFile, 'a');
     // `node --import tsx script`: one process per role, so a signal (or kill -9) reaches the worker itself.
-    const child = spawn(
+    // The Python trainer gets no IPC channel (it cannot watch its parent: a kill -9 of this process leaves it).
+    const [file, ...argv] = spec.command ?? [
       process.execPath,
-      ['--import', 'tsx', path.join(PROJECT_ROOT, SCRIPTS[spec.role]), ...spec.args],
-      {
-        cwd: PROJECT_ROOT,
-        env: { ...process.env, ...opts.env, ...spec.env },
-        stdio: ['ignore', opts.echo ? 'pipe' : out, opts.echo ? 'pipe' : out, 'ipc'],
-        // Own process group: a terminal's SIGINT goes to the parent only, not twice to every role.
-        detached: true,
-      }
-    );
+      '--import',
+      'tsx',
+      path.join(PROJECT_ROOT, SCRIPTS[spec.role as keyof typeof SCRIPTS]),
+    ];
+    const child = spawn(file!, [...argv, ...spec.args], {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, ...opts.env, ...spec.env },
+      stdio: ['ignore', opts.echo ? 'pipe' : out, opts.echo ? 'pipe' : out, ...(spec.command ? [] : ['ipc' as const])],
+      // Own process group: a terminal's SIGINT goes to the parent only, not twice to every role.
+      detached: true,
+    });
     if (opts.echo) {
       for (const stream of [child.stdout, child.stderr]) {
         stream?.on('data', (d: Buffer) => {

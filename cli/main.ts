@@ -16,7 +16,7 @@ import { ObjectStore } from '../storage/object-store';
 import { loadSuite } from '../tasks/loader';
 import { evaluateWorkflow, precollectWorkflow } from '../workflows';
 import { readLineage } from './lineage';
-import { ROLES, startLocalWorkers, type LocalWorkers, type Role } from './local-workers';
+import { ALL_ROLES, ROLES, startLocalWorkers, type LocalWorkers, type Role } from './local-workers';
 import { bar, StatusLine } from './progress';
 import { listenForStop } from './stop-request';
 
@@ -26,8 +26,10 @@ infrastructure
   infra up | down | status           start (or reuse) / stop / show the local Temporal dev server and MinIO
   workers [--roles r1,r2] [--env-workers N] [--env-slots N] [--env-kind browser|simulated] [--policy-servers M]
           [--policy-port P]          run roles (orchestrator, env, trainer, policy) here as child processes;
-                                     policy servers listen on P, P+1, … (default 8700). SIGINT, SIGTERM or
-                                     SIGHUP stops every role and its Chromium
+          [--vlm-base-model DIR]     policy servers listen on P, P+1, … (default 8700). SIGINT, SIGTERM or
+                                     SIGHUP stops every role and its Chromium. Role trainer-vlm (never a
+                                     default): the Python VLM trainer on queue trainer-vlm, for the model in
+                                     DIR (or DARTFLOW_VLM_BASE_MODEL)
   env-server [--port P] [--slots N]  serve browser envs over the remote env protocol (docs/env-protocol.openapi.yaml)
   viewer [--port 8300] [--host 127.0.0.1] [--token T]
                                      read-only web viewer of campaigns and trajectories (docs/viewer.md)
@@ -275,10 +277,12 @@ async function workersCommand(args: string[]): Promise<void> {
       'env-kind': { type: 'string' },
       'policy-servers': { type: 'string' },
       'policy-port': { type: 'string' },
+      'vlm-base-model': { type: 'string' },
     },
   });
   const roles = (values.roles ? values.roles.split(',') : ROLES) as Role[];
-  for (const r of roles) if (!ROLES.includes(r)) throw new Error(`unknown role "${r}" (roles: ${ROLES.join(', ')})`);
+  for (const r of roles)
+    if (!ALL_ROLES.includes(r)) throw new Error(`unknown role "${r}" (roles: ${ALL_ROLES.join(', ')})`);
   const envKind = values['env-kind'] ?? 'browser';
   if (envKind !== 'browser' && envKind !== 'simulated')
     throw new Error(`--env-kind must be browser or simulated, got "${envKind}"`);
@@ -289,6 +293,7 @@ async function workersCommand(args: string[]): Promise<void> {
     envKind,
     policyServers: intFlag('policy-servers', values['policy-servers'], 1),
     policyBasePort: intFlag('policy-port', values['policy-port'], 8700),
+    ...(values['vlm-base-model'] ? { vlmBaseModel: values['vlm-base-model'] } : {}),
     echo: true,
   } as const;
   // Listen before the children exist: a signal that arrives while they start must still stop them.

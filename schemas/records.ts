@@ -38,6 +38,16 @@ export const StepRecordSchema = z.object({
   /** Behaviour log-probability of the action (sum over tokens for a VLM). */
   behaviourLogProb: finite,
   tokenLogProbs: z.array(finite).optional(),
+  /**
+   * VLM: the token ids of the response exactly as vLLM generated them (its `token_id:N` logprob answers),
+   * one per tokenLogProbs entry. The trainer re-scores these ids, never re-tokenized text.
+   */
+  responseTokenIds: z.array(z.number().int().nonnegative()).optional(),
+  /**
+   * VLM: content-addressed key (`prompts/<sha256>.json`, vlm/prompt-record.ts) of
+   * `{schemaVersion: 1, messages}`: the OpenAI chat messages vLLM sampled this step from, screenshots inline.
+   */
+  promptKey: z.string().min(1).optional(),
   /** Mean token entropy (VLM) or categorical entropy (embedded policy); drives top-80% selection. */
   entropy: finite.nonnegative(),
   /** Policy version that produced the action; the staleness bound is checked per step. */

@@ -26,6 +26,8 @@ import {
   StepRecordSchema,
   TrajectoryManifestSchema,
 } from '../schemas/records';
+import { HfCheckpointManifestSchema } from '../rollout/vllm/hf-checkpoint';
+import { PromptRecordSchema } from '../vlm/prompt-record';
 
 export const PYTHON_SCHEMA_DIR = path.join(__dirname, '..', 'python', 'dartflow_vlm', 'schemas');
 
@@ -65,6 +67,12 @@ export const PYTHON_CONTRACTS: Record<string, { schema: z.ZodType; io: 'input' |
   'trajectory-manifest': { schema: TrajectoryManifestSchema, io: 'input', title: 'TrajectoryManifest' },
   'checkpoint-manifest': { schema: CheckpointManifestSchema, io: 'input', title: 'CheckpointManifest' },
   'ledger-entry': { schema: LedgerEntrySchema, io: 'input', title: 'LedgerEntry' },
+  'hf-checkpoint-manifest': {
+    schema: HfCheckpointManifestSchema,
+    io: 'input',
+    title: 'HfCheckpointManifest (v<N>/hf.json)',
+  },
+  'prompt-record': { schema: PromptRecordSchema, io: 'input', title: 'VLM prompt record (prompts/<sha256>.json)' },
 };
 
 /** File name → text of every generated schema, formatted by the repository's prettier config. */

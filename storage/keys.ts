@@ -57,6 +57,20 @@ export const keys = {
     `campaigns/${safeSegment(campaignId, 'campaignId')}/checkpoints/v${pad(version)}/hf.json`,
   hfCheckpointFile: (campaignId: string, version: number, file: string) =>
     `campaigns/${safeSegment(campaignId, 'campaignId')}/checkpoints/v${pad(version)}/hf/${safeSegment(file, 'file name')}`,
+  /**
+   * Written by the VLM trainer (python/dartflow_vlm/keys.py), only if absent, before any file of v<N>:
+   * the one train-step attempt that owns the version number.
+   */
+  hfCheckpointClaim: (campaignId: string, version: number) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/checkpoints/v${pad(version)}/hf-claim.json`,
+  /** The VLM trainer's AdamW moments of v<N> (hf.json `optimizerState`); outside hf/, so vLLM never loads them. */
+  hfCheckpointOptimizer: (campaignId: string, version: number) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/checkpoints/v${pad(version)}/hf-optimizer.safetensors`,
+  /**
+   * A VLM step's prompt record `{schemaVersion: 1, messages}` (vlm/prompt-record.ts), content-addressed
+   * like screenshots: the exact chat messages vLLM sampled from, which the trainer re-scores.
+   */
+  vlmPrompt: (sha256: string) => `prompts/${sha256}.json`,
 };
 
 /** Where each policy server announces itself (url, version it serves) so campaigns on any machine find it. */

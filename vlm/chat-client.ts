@@ -29,6 +29,8 @@ export interface ChatClientOptions {
   /** Attempts in total = maxRetries + 1. */
   maxRetries?: number;
   backoff?: BackoffOptions;
+  /** OpenAI `logit_bias` (token id → bias) sent with every request. */
+  logitBias?: Record<string, number>;
   /** Least-loaded endpoint choice and taking failing endpoints out (default: rotate through baseUrls). */
   router?: EndpointRouter;
 }
@@ -95,6 +97,7 @@ async function attempt(
     logprobs: true,
     top_logprobs: opts.topLogprobs ?? 5,
     ...(req.seed !== undefined ? { seed: req.seed } : {}),
+    ...(opts.logitBias ? { logit_bias: opts.logitBias } : {}),
   };
   let res: Response;
   try {

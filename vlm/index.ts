@@ -6,7 +6,14 @@ export {
   type ChatRequest,
   type ChatResult,
 } from './chat-client';
-export { summarizeLogprobs, tokenEntropy, type TokenLogprob, type TopLogprob, type LogprobSummary } from './logprobs';
+export {
+  summarizeLogprobs,
+  tokenEntropy,
+  tokenIdsOf,
+  type TokenLogprob,
+  type TopLogprob,
+  type LogprobSummary,
+} from './logprobs';
 export {
   buildMessages,
   computerUsePrompt,
@@ -31,3 +38,4 @@ export {
 } from './uitars-policy';
 export { parseUiTarsOptions, UiTarsOptionsError, UiTarsOptionsSchema, type UiTarsOptionsInput } from './policy-options';
 export { smartResizePng, resizeRgba, type ResizedScreenshot } from './screenshot';
+export { promptRecordObject, PromptRecordSchema, type PromptRecord, type PromptRecordObject } from './prompt-record';

@@ -62,3 +62,20 @@ export function summarizeLogprobs(tokens: readonly TokenLogprob[]): LogprobSumma
   const entropy = tokens.length ? tokens.reduce((a, t) => a + tokenEntropy(t), 0) / tokens.length : 0;
   return { logProb, tokenLogProbs, entropy };
 }
+
+const TOKEN_ID = /^token_id:(\d+)$/;
+
+/**
+ * The generated token ids, when every token came as `token_id:N` (the dartflow front forces vLLM's
+ * `return_tokens_as_token_ids`; a bare vLLM does it with `--return-tokens-as-token-ids`); undefined when
+ * any token is a text piece (those cannot be mapped back to ids reliably, so the step is not re-scorable).
+ */
+export function tokenIdsOf(tokens: readonly TokenLogprob[]): number[] | undefined {
+  const ids: number[] = [];
+  for (const t of tokens) {
+    const m = TOKEN_ID.exec(t.token);
+    if (!m) return undefined;
+    ids.push(Number(m[1]));
+  }
+  return ids.length ? ids : undefined;
+}

@@ -38,6 +38,12 @@ export const UiTarsOptionsSchema = z.object({
     .describe('smart-resize screenshots before sending them (true), or leave it to the server (false)'),
   maxImages: positiveInt.optional().describe('screenshots kept in the context (DART: 5)'),
   maxTexts: positiveInt.optional().describe('past assistant turns kept in the context (DART: 35)'),
+  logitBias: z
+    .record(z.string().regex(/^\d+$/, 'keys are token ids'), z.number().min(-100).max(100))
+    .optional()
+    .describe(
+      'token id → bias added to its logit (OpenAI logit_bias), e.g. -100 on vision special tokens a small model must never answer with (the trainer cannot re-score them)'
+    ),
   language: z.string().min(1).optional().describe('language of the Thought part (DART: English)'),
   callUser: z.boolean().optional().describe('list call_user() in the prompt'),
   password: z

@@ -13,6 +13,10 @@
  * PolicyUnavailableError. The behaviour log-prob is over the whole response (thought + action tokens),
  * because that is the sequence the model sampled and the trainer re-scores.
  *
+ * Each decision also carries what the VLM trainer re-scores from: `responseTokenIds` (when vLLM answered
+ * with `token_id:N` tokens, as the dartflow front makes it) and `prompt`, the messages as sent
+ * (vlm/prompt-record.ts), which the env activity stores content-addressed and names in the step record.
+ *
  * A response with several actions: `action` is the first runnable one (what a one-action step loop
  * runs) and `actions` lists all runnable ones in order, for a step loop that runs them all within the
  * step (actions/sequence.ts).
@@ -28,9 +32,10 @@ import { parseUiTarsResponse, type CoordSpace, type UiTarsModel } from '../actio
 import type { CanonicalAction } from '../schemas/actions';
 import { sharedRouter } from '../rollout/vllm/router';
 import { chatCompletion, ChatCompletionError, type ChatClientOptions } from './chat-client';
-import { summarizeLogprobs } from './logprobs';
+import { summarizeLogprobs, tokenIdsOf } from './logprobs';
 import { parseUiTarsOptions, UiTarsOptionsError } from './policy-options';
 import { buildMessages, DART_CONTEXT_LIMITS, type ContextLimits, type PromptOptions, type VlmTurn } from './prompt';
+import { promptRecordObject } from './prompt-record';
 import { smartResizePng } from './screenshot';
 
 export interface UiTarsPolicyOptions extends ChatClientOptions {
@@ -81,6 +86,8 @@ export function createUiTarsPolicy(opts: UiTarsPolicyOptions): EpisodePolicy {
       }
       turns.push({ pngBase64: png.toString('base64') });
       const messages = buildMessages(instruction, turns, opts.limits ?? DART_CONTEXT_LIMITS, opts.prompt);
+      // Serialized before the call: the record is the request's messages, whatever happens to `turns` later.
+      const prompt = promptRecordObject(messages);
       let result;
       try {
         // Without a router, start each call on the next endpoint so an episode's steps spread over replicas.
@@ -96,6 +103,8 @@ export function createUiTarsPolicy(opts: UiTarsPolicyOptions): EpisodePolicy {
       const policyVersion =
         result.version ??
         (opts.versionOf ? opts.versionOf(result.model) : versionFromModelName(result.model, opts.defaultVersion ?? 0));
+      // What the trainer re-scores: vLLM's token ids and the messages exactly as sent (docs/vlm.md).
+      const responseTokenIds = tokenIdsOf(result.tokens);
       const base = {
         actionText: result.text,
         logProb,
@@ -103,6 +112,8 @@ export function createUiTarsPolicy(opts: UiTarsPolicyOptions): EpisodePolicy {
         entropy,
         policyVersion,
         policyServer: result.baseUrl,
+        ...(responseTokenIds ? { responseTokenIds } : {}),
+        prompt,
       };
       const space: CoordSpace =
         opts.coordModel === 'ui-tars' ? { kind: 'relative1000' } : { kind: 'absolute', ...seen };
@@ -118,7 +129,7 @@ export function createUiTarsPolicy(opts: UiTarsPolicyOptions): EpisodePolicy {
  * Factory for runEpisode's `policy.kind: 'uitars'`: ctx.endpoints are OpenAI-compatible base URLs
  * (…/v1); ctx.options (validated by vlm/policy-options.ts) may set model, topLogprobs, maxTokens,
  * timeoutMs, maxRetries, coordModel, minPixels, maxPixels, resizeScreenshots, maxImages, maxTexts,
- * language, callUser and password. A bad value is a UiTarsOptionsError naming the field.
+ * logitBias, language, callUser and password. A bad value is a UiTarsOptionsError naming the field.
  */
 export function uiTarsPolicyFactory(defaults: Partial<UiTarsPolicyOptions> = {}): PolicyFactory {
   return (ctx) => {
@@ -156,6 +167,7 @@ export function uiTarsPolicyFactory(defaults: Partial<UiTarsPolicyOptions> = {})
         maxTokens: o.maxTokens,
         timeoutMs: o.timeoutMs,
         maxRetries: o.maxRetries,
+        logitBias: o.logitBias,
       }),
       ...(ctx.versionHint !== undefined && defaults.defaultVersion === undefined
         ? { defaultVersion: ctx.versionHint }

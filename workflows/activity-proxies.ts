@@ -2,7 +2,7 @@
  * Activity proxies shared by the workflows, so every workflow calls an activity type with the same
  * task queue, timeouts and retry policy.
  */
-import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { createCampaignDataActivities } from '../activities/data/campaign-data';
 import type { EnvActivities } from '../activities/env/run-episode';
 import type { createTrainerActivities } from '../activities/trainer/train-step';
@@ -50,8 +50,7 @@ export const dataActivities = proxyActivities<ReturnType<typeof createCampaignDa
  * minibatch (and while samples load) detects a dead trainer fast, and the step is retried elsewhere
  * (trainStep is idempotent: a retry returns the checkpoint a live attempt already committed).
  */
-export const trainerActivities = proxyActivities<ReturnType<typeof createTrainerActivities>>({
-  taskQueue: TASK_QUEUES.trainer,
+const trainerOptions = {
   startToCloseTimeout: '30 minutes',
   heartbeatTimeout: '1 minute',
   retry: {
@@ -60,4 +59,25 @@ export const trainerActivities = proxyActivities<ReturnType<typeof createTrainer
     maximumAttempts: 10,
     nonRetryableErrorTypes: ['NonFiniteLossError', 'CheckpointMismatchError', 'InvalidTrainInput'],
   },
+} as const satisfies Omit<ActivityOptions, 'taskQueue'>;
+
+type TrainerActivities = ReturnType<typeof createTrainerActivities>;
+
+export const trainerActivities = proxyActivities<TrainerActivities>({
+  ...trainerOptions,
+  taskQueue: TASK_QUEUES.trainer,
 });
+
+/**
+ * The trainer activities on another queue (a VLM campaign's Python trainer: TASK_QUEUES.trainerVlm), with
+ * the same timeouts and retries. Replay does not compare an activity's task queue, so choosing it per
+ * call needs no patch.
+ */
+export function trainerActivitiesOn(taskQueue: string | undefined): TrainerActivities {
+  if (taskQueue === undefined || taskQueue === TASK_QUEUES.trainer) return trainerActivities;
+  return proxyActivities<TrainerActivities>({ ...trainerOptions, taskQueue });
+}
+
+/** The trainer queue of a campaign's policy kind: the Python VLM trainer's for `vlm`, else the TypeScript one's. */
+export const trainerQueueOf = (policyKind: string): string =>
+  policyKind === 'vlm' ? TASK_QUEUES.trainerVlm : TASK_QUEUES.trainer;

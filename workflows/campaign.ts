@@ -37,7 +37,7 @@ import type { ChildDescription, createChildActivities } from '../activities/data
 import { CampaignConfigSchema, type CampaignConfigInput } from '../schemas/config';
 import { SEARCH_ATTRIBUTES } from '../schemas/search-attributes';
 import { TASK_QUEUES } from '../schemas/task-queues';
-import { dataActivities, dataLocalActivities, trainerActivities } from './activity-proxies';
+import { dataActivities, dataLocalActivities, trainerActivitiesOn, trainerQueueOf } from './activity-proxies';
 import type { EvalPoint, GroupSummary } from '../schemas/campaign';
 import { applyLiveOverrides } from './logic/live-config';
 import {
@@ -478,6 +478,8 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
             policy: { seed: s.config.policy.seed, width: s.config.policy.width },
             minStepMs: simulatedTrainStepMs(s.config),
           },
+          // A VLM campaign trains on the Python trainer's queue (activity options: no patch needed).
+          ...(s.config.policy.kind === 'vlm' ? { trainerQueue: trainerQueueOf('vlm') } : {}),
         },
       ],
       onTrainFinished,
@@ -699,7 +701,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
           })),
       }))
       .filter((g) => g.trajectories.length > 0);
-    const result = await trainerActivities.behaviourClone({
+    const result = await trainerActivitiesOn(trainerQueueOf(s.config.policy.kind)).behaviourClone({
       campaignId: s.campaignId,
       trainStep: s.trainSteps + 1,
       fromVersion: s.policyVersion,

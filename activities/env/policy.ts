@@ -47,6 +47,10 @@ export interface PolicyDecision {
   policyVersion: number;
   policyServer?: string;
   parseError?: string;
+  /** VLM: the response's token ids as vLLM generated them (one per tokenLogProbs entry), for re-scoring. */
+  responseTokenIds?: number[];
+  /** VLM: the prompt record vLLM sampled from (vlm/prompt-record.ts); the env activity stores it. */
+  prompt?: { key: string; body: Uint8Array };
 }
 
 export interface EpisodePolicy {

@@ -219,6 +219,11 @@ export async function runEpisodeCore(
           `policy "${input.policy.kind}" failed: ${err instanceof Error ? err.message : String(err)}`
         );
       }
+      // A VLM step's prompt record (content-addressed) goes up with the screenshots: the trainer re-scores from it.
+      const promptUpload =
+        decision.prompt && deps.store.putBytes(decision.prompt.key, decision.prompt.body, 'application/json');
+      promptUpload?.catch(() => undefined);
+      if (promptUpload) uploads.push(promptUpload);
       // A malformed model output is a failed step, not an error: the episode goes on by the task's rules.
       // A response with several actions runs them all within the step, stopping at a failure or an end.
       const action = decision.action;
@@ -242,6 +247,8 @@ export async function runEpisodeCore(
         entropy: decision.entropy,
         policyVersion: decision.policyVersion,
         ...(decision.policyServer ? { policyServer: decision.policyServer } : {}),
+        ...(decision.responseTokenIds ? { responseTokenIds: decision.responseTokenIds } : {}),
+        ...(decision.prompt ? { promptKey: decision.prompt.key } : {}),
         actionOk: res.actionOk,
         startedAt,
         endedAt: now(),

@@ -17,53 +17,28 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import keys
 from .store import CorruptObjectError, ObjectNotFoundError, ObjectRef, ObjectStore
-
-FILE_NAME = re.compile(r"^[A-Za-z0-9._=-]{1,200}$")
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
-KINDS = ("full", "lora")
+from .validate import problems
 
 
 def check_hf_manifest(raw: Any, key: str, campaign_id: str, version: int) -> dict[str, Any]:
-    """HfCheckpointManifestSchema's rules (rollout/vllm/hf-checkpoint.ts); CorruptObjectError naming the
-    field otherwise."""
-
-    def bad(field: str, why: str) -> CorruptObjectError:
-        return CorruptObjectError(key, f"{field}: {why}")
-
-    if not isinstance(raw, dict):
-        raise bad("(root)", "not an object")
-    if raw.get("schemaVersion") != 1:
-        raise bad("schemaVersion", "must be 1")
-    if raw.get("format") != "hf-safetensors-folder":
-        raise bad("format", 'must be "hf-safetensors-folder"')
-    if raw.get("campaignId") != campaign_id or raw.get("version") != version:
-        raise bad("version", f"describes {raw.get('campaignId')} v{raw.get('version')}")
-    parent = raw.get("parentVersion")
-    if parent is not None and not (isinstance(parent, int) and parent >= 0):
-        raise bad("parentVersion", "a non-negative integer or null")
-    if raw.get("kind") not in KINDS:
-        raise bad("kind", f"one of {', '.join(KINDS)}")
-    files = raw.get("files")
-    if not isinstance(files, list) or not files:
-        raise bad("files", "a non-empty list")
-    names = set()
-    for i, f in enumerate(files):
-        if not (isinstance(f, dict) and isinstance(f.get("name"), str) and FILE_NAME.match(f["name"])):
-            raise bad(f"files.{i}.name", "a flat file name of letters, digits, '.', '_', '=' or '-'")
+    """HfCheckpointManifestSchema (rollout/vllm/hf-checkpoint.ts, generated contract
+    `hf-checkpoint-manifest`), plus what JSON Schema cannot say (the zod refinements: unique, not
+    dots-only file names) and that it describes this version; CorruptObjectError naming the field."""
+    found = problems("hf-checkpoint-manifest", raw)
+    if found:
+        raise CorruptObjectError(key, found[0])
+    if raw["campaignId"] != campaign_id or raw["version"] != version:
+        raise CorruptObjectError(key, f"version: describes {raw['campaignId']} v{raw['version']}")
+    names: set[str] = set()
+    for i, f in enumerate(raw["files"]):
         if re.fullmatch(r"\.+", f["name"]) or f["name"] in names:
-            raise bad(f"files.{i}.name", "dots-only or repeated")
+            raise CorruptObjectError(key, f"files.{i}.name: dots-only or repeated")
         names.add(f["name"])
-        if not (isinstance(f.get("bytes"), int) and f["bytes"] >= 0):
-            raise bad(f"files.{i}.bytes", "a non-negative integer")
-        if not (isinstance(f.get("sha256"), str) and SHA256.match(f["sha256"])):
-            raise bad(f"files.{i}.sha256", "a lowercase hex sha256")
-    if not isinstance(raw.get("createdAt"), int | float):
-        raise bad("createdAt", "a number")
-    return raw
+    return cast(dict[str, Any], raw)
 
 
 def read_hf_manifest(store: ObjectStore, campaign_id: str, version: int) -> dict[str, Any]:

@@ -77,17 +77,10 @@ def _checked(contract: str, value: Any, key: str) -> Any:
 
 
 def _prompt(store: ObjectStore, key: str, cache: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The prompt record's messages (vlm/prompt-record.ts PromptRecordSchema, generated contract)."""
     if key not in cache:
-        raw = _json(store, key)
-        messages = raw.get("messages") if isinstance(raw, dict) else None
-        if not (
-            isinstance(raw, dict)
-            and raw.get("schemaVersion") == 1
-            and isinstance(messages, list)
-            and messages
-        ):
-            raise CorruptObjectError(key, 'not a prompt record {"schemaVersion": 1, "messages": [...]}')
-        cache[key] = messages
+        raw = _checked("prompt-record", _json(store, key), key)
+        cache[key] = raw["messages"]
     return cache[key]
 
 

@@ -27,6 +27,8 @@ CONTRACTS = (
     "trajectory-manifest",
     "checkpoint-manifest",
     "ledger-entry",
+    "hf-checkpoint-manifest",
+    "prompt-record",
 )
 
 

@@ -3,7 +3,7 @@ the same activity names, inputs, results and failure types as workers/trainer-wo
 routes VLM training here by the queue alone.
 
     .tools/vlm-venv/bin/python -m dartflow_vlm.worker --base-model /models/tiny-qwen2-vl \\
-        [--task-queue trainer] [--lora-rank 8] [--work-dir .data/vlm-trainer] [--threads 2]
+        [--task-queue trainer-vlm] [--lora-rank 8] [--work-dir .data/vlm-trainer] [--threads 2]
 
 Temporal and MinIO are found through the same environment variables as the TypeScript roles
 (TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE / TEMPORAL_TLS_*, S3_*; the local dev servers otherwise).
@@ -37,7 +37,7 @@ from .errors import TrainerError
 from .models import PolicySetup
 from .store import ObjectStore, S3Settings
 
-DEFAULT_QUEUE = "trainer"  # schemas/task-queues.ts TASK_QUEUES.trainer
+DEFAULT_QUEUE = "trainer-vlm"  # schemas/task-queues.ts TASK_QUEUES.trainerVlm (a VLM campaign trains there)
 
 
 def _heartbeat(details: dict[str, Any]) -> None:

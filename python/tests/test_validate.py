@@ -130,3 +130,82 @@ def test_records_the_trainer_reads() -> None:
     assert problems("step-record", step) == ["tokenLogProbs.1: not a finite number (nan)"]
     step["schemaVersion"] = 2
     assert any(p.startswith("schemaVersion:") for p in problems("step-record", step))
+
+
+def test_the_vlm_fields_of_a_step_record() -> None:
+    step = {
+        "schemaVersion": 1,
+        "trajectoryId": "a",
+        "step": 0,
+        "observationKey": "screenshots/x.png",
+        "observationSize": {"width": 320, "height": 200},
+        "action": None,
+        "actionText": "Thought: …",
+        "behaviourLogProb": -3.5,
+        "tokenLogProbs": [-1.0, -2.5],
+        "entropy": 0.7,
+        "policyVersion": 2,
+        "actionOk": False,
+        "startedAt": 1,
+        "endedAt": 2,
+        "responseTokenIds": [17, 4],
+        "promptKey": "prompts/" + "a" * 64 + ".json",
+    }
+    assert problems("step-record", step) == []
+    assert any(
+        p.startswith("responseTokenIds.1:")
+        for p in problems("step-record", {**step, "responseTokenIds": [1, -2]})
+    )
+    assert any(p.startswith("promptKey:") for p in problems("step-record", {**step, "promptKey": ""}))
+
+
+def test_prompt_records() -> None:
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    record: dict[str, Any] = {
+        "schemaVersion": 1,
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": [{"type": "text", "text": "Click"}, image]},
+            {"role": "assistant", "content": "Action: wait()"},
+        ],
+    }
+    assert problems("prompt-record", record) == []
+    remote = copy.deepcopy(record)
+    remote["messages"][1]["content"][1]["image_url"]["url"] = "http://example.com/a.png"
+    assert any(p.startswith("messages.1.content") for p in problems("prompt-record", remote))
+    assert any(p.startswith("messages:") for p in problems("prompt-record", {**record, "messages": []}))
+
+
+def hf_manifest() -> dict[str, Any]:
+    return {
+        "schemaVersion": 1,
+        "format": "hf-safetensors-folder",
+        "campaignId": "c1",
+        "version": 3,
+        "parentVersion": 2,
+        "kind": "full",
+        "files": [{"name": "config.json", "bytes": 10, "sha256": "0" * 64}],
+        "createdAt": 1,
+        "ledgerKey": "campaigns/c1/ledger/step-000003.json",
+        "metrics": {"loss": 0.5},
+        "optimizerState": {"bucket": "dartflow", "key": "k/opt", "sha256": "1" * 64, "bytes": 5},
+    }
+
+
+def test_hf_manifests_are_checked_against_the_generated_schema() -> None:
+    from dartflow_vlm.checkpoints import check_hf_manifest
+    from dartflow_vlm.store import CorruptObjectError
+
+    assert check_hf_manifest(hf_manifest(), "k", "c1", 3)["version"] == 3
+    bad = hf_manifest()
+    bad["files"][0]["sha256"] = "XYZ"
+    with pytest.raises(CorruptObjectError, match=r"files\.0\.sha256"):
+        check_hf_manifest(bad, "k", "c1", 3)
+    with pytest.raises(CorruptObjectError, match=r"metrics\.loss: not a finite number"):
+        check_hf_manifest({**hf_manifest(), "metrics": {"loss": math.inf}}, "k", "c1", 3)
+    with pytest.raises(CorruptObjectError, match="describes c1 v3"):
+        check_hf_manifest(hf_manifest(), "k", "c1", 4)
+    twice = hf_manifest()
+    twice["files"].append(dict(twice["files"][0]))
+    with pytest.raises(CorruptObjectError, match=r"files\.1\.name: dots-only or repeated"):
+        check_hf_manifest(twice, "k", "c1", 3)

@@ -21,6 +21,7 @@ import { CheckpointRejectedError } from '../checkpoint';
 import { CorruptObjectError, ObjectNotFoundError } from '../../storage/errors';
 import { keys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
+import { ObjectRefSchema } from '../../schemas/records';
 
 /** Flat folder, names that are valid key segments as they are (no renaming on the way through MinIO). */
 const FileNameSchema = z
@@ -47,6 +48,13 @@ export const HfCheckpointManifestSchema = z.object({
     .min(1)
     .refine((f) => new Set(f.map((x) => x.name)).size === f.length, 'file names are unique'),
   createdAt: z.number(),
+  // Written by the VLM trainer (python/dartflow_vlm/checkpoints.py); the vLLM role does not read them.
+  /** The ledger entry of the train step that made this version (a retried step adopts its own checkpoint). */
+  ledgerKey: z.string().min(1).optional(),
+  /** The train step's metrics. */
+  metrics: z.record(z.string(), z.number().refine(Number.isFinite, 'a finite number')).optional(),
+  /** AdamW moments of the trained parameters (storage/keys.ts hfCheckpointOptimizer), outside `hf/`. */
+  optimizerState: ObjectRefSchema.optional(),
 });
 export type HfCheckpointManifest = z.infer<typeof HfCheckpointManifestSchema>;
 export type HfCheckpointKind = HfCheckpointManifest['kind'];

@@ -8,75 +8,42 @@
  * non-retryably, naming the field. Skips without the VLM venv (`bash infra/install-vlm.sh`).
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ActivityFailure, ApplicationFailure, WorkflowFailedError, type Client } from '@temporalio/client';
-import { bundleWorkflowCode, type Worker } from '@temporalio/worker';
+import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import type { TrainGroupRef, TrainStepResult } from '../../activities/trainer/types';
-import { PROJECT_ROOT } from '../../infra/settings';
-import { connectClient } from '../../infra/temporal-connection';
 import { downloadHfCheckpoint, readHfManifest } from '../../rollout/vllm/hf-checkpoint';
 import { StepRecordSchema, TrajectoryManifestSchema } from '../../schemas/records';
 import { keys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
-import { freshBucket, testSettings, uniqueSuffix } from '../helpers/infra';
-import { createTestWorker, testTaskQueue } from '../helpers/temporal';
-import { waitFor } from '../helpers/wait';
+import { freshBucket, testSettings } from '../helpers/infra';
+import { testTaskQueue } from '../helpers/temporal';
+import { buildTinyModel, scoreInTransformers, screenshotPng, SKIP_REASON } from '../vlm-infra/helpers';
 import {
-  buildTinyModel,
-  PYTHON,
-  runPython,
-  scoreInTransformers,
-  screenshotPng,
-  SKIP_REASON,
-} from '../vlm-infra/helpers';
+  changedTensors,
+  startActivityCaller,
+  startPythonTrainer,
+  type ActivityCaller,
+  type PythonTrainer,
+} from './python-trainer';
 
 const CAMPAIGN = 'py-trainer';
 const settings = testSettings();
-
-/**
- * The only workflow the test needs: call an activity by name on a given queue with a retry policy, as the
- * campaign's proxies do. Written at run time (a workflow file must be bundled on its own) under the data
- * dir, inside the project, so the bundler resolves @temporalio/workflow from the project's node_modules.
- */
-const WORKFLOW_SOURCE = `
-import { proxyActivities } from '@temporalio/workflow';
-export async function callActivity(queue: string, name: string, input: unknown): Promise<unknown> {
-  const acts = proxyActivities<Record<string, (x: unknown) => Promise<unknown>>>({
-    taskQueue: queue,
-    startToCloseTimeout: '10 minutes',
-    heartbeatTimeout: '5 minutes',
-    retry: { maximumAttempts: 4, initialInterval: '1 second' },
-  });
-  return acts[name]!(input);
-}
-`;
 
 describe('Python VLM trainer worker (Temporal + MinIO + torch)', { skip: SKIP_REASON }, () => {
   let store: ObjectStore;
   let cleanupBucket: () => Promise<void>;
   let tmp: string;
   let modelDir: string;
-  let python: ChildProcess | undefined;
-  let pythonLog = '';
-  let worker: Worker;
-  let workerRun: Promise<void>;
-  let client: Client;
+  let trainer: PythonTrainer | undefined;
+  let caller: ActivityCaller | undefined;
   let groups: TrainGroupRef[];
   const trainerQueue = testTaskQueue('vlm-trainer');
-  const workflowQueue = testTaskQueue('vlm-trainer-wf');
 
-  async function call(name: string, input: unknown): Promise<TrainStepResult> {
-    return (await client.workflow.execute('callActivity', {
-      taskQueue: workflowQueue,
-      workflowId: `py-trainer-${uniqueSuffix()}`,
-      args: [trainerQueue, name, input],
-    })) as TrainStepResult;
-  }
+  const call = (name: string, input: unknown): Promise<TrainStepResult> => caller!.call(trainerQueue, name, input);
 
   /** One step per trajectory: a screenshot prompt, 8-20 token ids, the model's own logprobs as vLLM's. */
   async function writeTrajectories(): Promise<TrainGroupRef[]> {
@@ -166,51 +133,18 @@ describe('Python VLM trainer worker (Temporal + MinIO + torch)', { skip: SKIP_RE
     await buildTinyModel(modelDir, 0);
     groups = await writeTrajectories();
 
-    python = spawn(
-      PYTHON!,
-      [
-        '-m',
-        'dartflow_vlm.worker',
-        '--base-model',
-        modelDir,
-        '--task-queue',
-        trainerQueue,
-        '--work-dir',
-        path.join(tmp, 'work'),
-      ],
-      {
-        cwd: PROJECT_ROOT,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, S3_BUCKET: store.bucket, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' },
-      }
-    );
-    python.stdout!.on('data', (d: Buffer) => (pythonLog += d.toString()));
-    python.stderr!.on('data', (d: Buffer) => (pythonLog += d.toString()));
-    await waitFor(
-      'the Python trainer worker to be ready',
-      () => Promise.resolve(pythonLog.includes('"ready": true') || python!.exitCode !== null),
-      180_000
-    );
-    assert.ok(pythonLog.includes('"ready": true'), `the Python worker did not start:\n${pythonLog.slice(-3000)}`);
-
-    const wfDir = path.join(settings.dataDir, 'tmp', `py-trainer-wf-${uniqueSuffix()}`);
-    fs.mkdirSync(wfDir, { recursive: true });
-    fs.writeFileSync(path.join(wfDir, 'workflow.ts'), WORKFLOW_SOURCE);
-    const workflowBundle = await bundleWorkflowCode({ workflowsPath: path.join(wfDir, 'workflow.ts') });
-    fs.rmSync(wfDir, { recursive: true, force: true });
-    worker = await createTestWorker(settings, { taskQueue: workflowQueue, workflowBundle });
-    workerRun = worker.run();
-    client = await connectClient(settings);
+    trainer = await startPythonTrainer({
+      baseModel: modelDir,
+      workDir: path.join(tmp, 'work'),
+      bucket: store.bucket,
+      queue: trainerQueue,
+    });
+    caller = await startActivityCaller(settings);
   });
 
   after(async () => {
-    worker?.shutdown();
-    await workerRun?.catch(() => undefined);
-    await client?.connection.close();
-    if (python && python.exitCode === null) {
-      python.kill('SIGTERM');
-      await new Promise((r) => python!.once('exit', r));
-    }
+    await caller?.close();
+    await trainer?.stop();
     await cleanupBucket?.();
     fs.rmSync(tmp, { recursive: true, force: true });
   });
@@ -239,19 +173,7 @@ describe('Python VLM trainer worker (Temporal + MinIO + torch)', { skip: SKIP_RE
     assert.equal(manifest.parentVersion, 0);
     const dir = path.join(tmp, 'v1');
     await downloadHfCheckpoint(store, manifest, dir);
-    const check = await runPython([
-      '-c',
-      [
-        'import json, sys, torch',
-        'from transformers import Qwen2VLForConditionalGeneration as M',
-        'a = M.from_pretrained(sys.argv[1]).state_dict()',
-        'b = M.from_pretrained(sys.argv[2]).state_dict()',
-        'print(json.dumps({"tensors": len(a), "changed": sum(not torch.equal(a[k], b[k]) for k in a)}))',
-      ].join('\n'),
-      dir,
-      modelDir,
-    ]);
-    const { tensors, changed } = JSON.parse(check.trim().split('\n').pop()!) as { tensors: number; changed: number };
+    const { tensors, changed } = await changedTensors(dir, modelDir);
     assert.ok(tensors > 0 && changed > 0, `changed ${changed} of ${tensors} tensors`);
   });
 
