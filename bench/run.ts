@@ -29,6 +29,7 @@ const SUITES: Record<string, (args: string[]) => Promise<void>> = {
   scale: benchScale,
   'control-plane': benchControlPlane,
   soak: benchSoak,
+  viewer: (args) => import('./viewer').then((m) => m.benchViewer(args)),
 };
 
 const USAGE = `usage: npm run bench -- <suite> [--publish] [suite options]

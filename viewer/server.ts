@@ -12,6 +12,8 @@ import { toViewerError, ViewerError } from './errors';
 import { campaignPage } from './pages/campaign';
 import { campaignsPage } from './pages/campaigns';
 import { groupPage } from './pages/group';
+import { searchPage } from './pages/search';
+import { taskPage } from './pages/task';
 import { errorPage, layout, type Page } from './pages/layout';
 import { trajectoryPage } from './pages/trajectory';
 import type { TemporalSource } from './temporal-reader';
@@ -54,11 +56,20 @@ async function route(opts: ViewerOptions, url: URL): Promise<Page> {
   if (parts.length === 0) return campaignsPage(store, temporal, url.searchParams.get('query') ?? '');
   if (parts[0] === 'campaigns' && parts.length === 2) {
     const limit = Number(url.searchParams.get('limit') ?? '');
+    const steps = url.searchParams.get('steps');
+    if (steps !== null && !/^\d{1,6}$/.test(steps))
+      throw new ViewerError(400, 'Bad request', `steps "${steps}" is not a train step number.`);
     return campaignPage(store, temporal, parts[1]!, {
       after: url.searchParams.get('after') ?? undefined,
+      before: url.searchParams.get('before') ?? undefined,
       limit: Number.isInteger(limit) && limit > 0 ? limit : undefined,
+      stepsAtOrBelow: steps === null ? undefined : Number(steps),
     });
   }
+  if (parts[0] === 'campaigns' && parts.length === 3 && parts[2] === 'search')
+    return searchPage(store, parts[1]!, url.searchParams);
+  if (parts[0] === 'campaigns' && parts.length === 4 && parts[2] === 'tasks')
+    return taskPage(store, parts[1]!, parts[3]!);
   if (parts[0] === 'campaigns' && parts.length === 4 && parts[2] === 'trajectories')
     return trajectoryPage(store, parts[1]!, parts[3]!);
   if (parts[0] === 'campaigns' && parts.length === 4 && parts[2] === 'groups')

@@ -14,6 +14,7 @@ import { TrajectoryManifestSchema } from '../../schemas/records';
 import { isSuccess } from '../../algorithms/success';
 import { keys, registryKeys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
+import { indexDiscards } from '../../storage/trajectory-index';
 
 export const PolicyServerRegistrationSchema = z.object({
   serverId: z.string().min(1),
@@ -152,6 +153,7 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
           DiscardRecordSchema
         );
       }
+      await indexDiscards(store, input, now()); // discard reasons over time, for the viewer
       return input.entries.length;
     },
 

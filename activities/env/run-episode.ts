@@ -13,6 +13,7 @@ import type { EpisodeTiming, ObjectRef, StepRecord, TrajectoryManifest } from '.
 import { StepRecordSchema } from '../../schemas/records';
 import { keys } from '../../storage/keys';
 import { serializeJsonLines, sha256Hex, type ObjectStore } from '../../storage/object-store';
+import { indexTrajectory } from '../../storage/trajectory-index';
 import { commitManifest } from './manifest-commit';
 import { EnvError } from '../../envs/errors';
 import { StorageUnavailableError } from '../../storage/errors';
@@ -165,6 +166,7 @@ export async function runEpisodeCore(
     };
     // What is stored is what this attempt reports: an ok manifest another attempt committed first wins.
     const committed = await commitManifest(deps.store, manifestKey, manifest);
+    if (committed.written) await indexTrajectory(deps.store, manifest, now()); // the viewer's per-task/version/hour index
     return committed.manifest;
   };
 

@@ -5,11 +5,13 @@
  * whose steps were deleted).
  */
 import { builtinPolicies } from '../../activities/env/policies';
+import { createCampaignDataActivities } from '../../activities/data/campaign-data';
 import { runEpisodeCore } from '../../activities/env/run-episode';
 import { BrowserEnvPool } from '../../envs/browser/pool';
 import type { EvalPoint } from '../../schemas/campaign';
 import { DiscardRecordSchema, type DiscardRecord } from '../../schemas/discards';
 import {
+  CheckpointManifestSchema,
   LedgerEntrySchema,
   StepRecordSchema,
   TrajectoryManifestSchema,
@@ -19,6 +21,7 @@ import {
 } from '../../schemas/records';
 import { keys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
+import { indexTrajectory } from '../../storage/trajectory-index';
 import { loadTask } from '../../tasks';
 
 export interface StoredTrajectory {
@@ -35,6 +38,8 @@ export interface Dataset {
   /** Trajectory ids of the bad objects. */
   corruptId: string;
   goneId: string;
+  /** What the write path indexed: every manifest as written (before any damage). */
+  indexed: TrajectoryManifest[];
 }
 
 const EPISODES: Array<{
@@ -49,6 +54,13 @@ const EPISODES: Array<{
   { groupId: 'g-click', i: 1, task: 'click-colour', seed: 3, policy: 'random', maxSteps: 3 },
   { groupId: 'g-text', i: 0, task: 'enter-text', seed: 5, policy: 'oracle' },
   { groupId: 'g-scroll', i: 0, task: 'scroll-click', seed: 7, policy: 'oracle' },
+];
+
+/** version → parent: v1's model rollout was refused, so v2 was trained from v0 (the campaign's head is v2). */
+export const LINEAGE: Array<[number, number | null]> = [
+  [0, null],
+  [1, 0],
+  [2, 0],
 ];
 
 export async function buildDataset(store: ObjectStore, campaignId: string): Promise<Dataset> {
@@ -135,11 +147,60 @@ export async function buildDataset(store: ObjectStore, campaignId: string): Prom
       policyVersion: 2,
       trainStep: 2,
       trajectories: [{ trajectoryId: d.trajectoryId, reason: d.reason }],
-      createdAt: t0 + 130_000 + i,
+      createdAt: t0 + 130_000 + i * 240_000,
     })
   );
+  // Through the data manager's own write path, which also writes the discard index.
   for (const d of discards)
-    await store.putJson(keys.discardRecord(campaignId, d.groupId, d.event), d, DiscardRecordSchema);
+    await createCampaignDataActivities({ store, now: () => d.createdAt }).recordDiscards({
+      campaignId,
+      policyVersion: d.policyVersion,
+      trainStep: d.trainStep,
+      entries: [{ groupId: d.groupId, taskId: d.taskId, event: d.event, trajectories: d.trajectories }],
+    });
+
+  // The experience pool: the oracle's click-colour success (the data manager's addToPool, as a group does).
+  await createCampaignDataActivities({ store, now: () => t0 + 90_000 }).addToPool({
+    campaignId,
+    trajectories: [
+      {
+        trajectoryId: click0.trajectoryId,
+        manifestKey: keys.trajectoryManifest(campaignId, click0.trajectoryId),
+        taskId: click0.taskId,
+        groupId: click0.groupId,
+        reward: click0.reward,
+        status: click0.status,
+        numSteps: click0.numSteps,
+        minPolicyVersion: click0.minPolicyVersion,
+        maxPolicyVersion: click0.maxPolicyVersion,
+        injectedFromPool: false,
+      },
+    ],
+    keepNewest: 2,
+  });
+
+  // A lineage with a rollback (LINEAGE).
+  for (const [version, parent] of LINEAGE) {
+    const weights = await store.putBytes(
+      `campaigns/${campaignId}/test-weights/v${version}.bin`,
+      Buffer.from([version])
+    );
+    await store.putJson(
+      keys.checkpointManifest(campaignId, version),
+      CheckpointManifestSchema.parse({
+        schemaVersion: 1,
+        campaignId,
+        version,
+        parentVersion: parent,
+        specHash: 'viewer-test',
+        weights,
+        ...(version > 0 ? { ledgerKey: keys.ledgerEntry(campaignId, version) } : {}),
+        metrics: version > 0 ? { loss: 0.1 * version } : {},
+        createdAt: t0 + version * 60_000,
+      }),
+      CheckpointManifestSchema
+    );
+  }
 
   const evals: EvalPoint[] = [0, 1, 2].map((v) => ({
     version: v,
@@ -153,17 +214,22 @@ export async function buildDataset(store: ObjectStore, campaignId: string): Prom
     await store.putJson(`${keys.evalPrefix(campaignId)}v${String(p.version).padStart(6, '0')}-${p.atMs}.json`, p);
 
   // A manifest that parses as JSON but breaks its schema at "reward", and one whose steps object is gone.
+  // Both were stored and indexed by the write path first, then damaged.
   const corruptId = 'broken-e0';
+  await indexTrajectory(store, { ...click0, trajectoryId: corruptId, groupId: 'broken' });
   await store.putBytes(
     keys.trajectoryManifest(campaignId, corruptId),
-    Buffer.from(JSON.stringify({ ...click0, trajectoryId: corruptId, reward: 'high' })),
+    Buffer.from(JSON.stringify({ ...click0, trajectoryId: corruptId, groupId: 'broken', reward: 'high' })),
     'application/json'
   );
   const goneId = 'gone-e0';
-  await store.putJson(
-    keys.trajectoryManifest(campaignId, goneId),
-    { ...click0, trajectoryId: goneId, groupId: 'gone', stepsKey: keys.trajectorySteps(campaignId, goneId) },
-    TrajectoryManifestSchema
-  );
-  return { campaignId, trajectories, ledger, discards, evals, corruptId, goneId };
+  const gone = { ...click0, trajectoryId: goneId, groupId: 'gone', stepsKey: keys.trajectorySteps(campaignId, goneId) };
+  await store.putJson(keys.trajectoryManifest(campaignId, goneId), gone, TrajectoryManifestSchema);
+  await indexTrajectory(store, gone);
+  const indexed = [
+    ...[...trajectories.values()].map((t) => t.manifest),
+    { ...click0, trajectoryId: corruptId, groupId: 'broken' },
+    gone,
+  ];
+  return { campaignId, trajectories, ledger, discards, evals, corruptId, goneId, indexed };
 }

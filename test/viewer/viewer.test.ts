@@ -18,6 +18,8 @@ import { PROJECT_ROOT, type InfraSettings } from '../../infra/settings';
 import { connectClient } from '../../infra/temporal-connection';
 import { SEARCH_ATTRIBUTES } from '../../schemas/search-attributes';
 import type { ObjectStore } from '../../storage/object-store';
+import { indexKeys, partitions, readPartition } from '../../storage/trajectory-index';
+import { outcomeOf } from '../../viewer/index-reader';
 import { actionCaption } from '../../viewer/overlay';
 import { num } from '../../viewer/html';
 import { startViewer, type RunningViewer } from '../../viewer/server';
@@ -200,9 +202,21 @@ test('the campaign page shows the running workflow, eval curves, train steps, di
     assert.equal(await text(page, `#ledger tr[data-step="${e.trainStep}"] td.loss`), num(e.metrics.loss));
   assert.equal(await text(page, '#discards tr[data-reason="down-sampled"] td.num'), '1');
   assert.equal(await text(page, '#discards tr[data-reason="stale"] td.num'), '1');
-  // 4 real trajectories + the corrupt one + the one whose steps are gone; the corrupt row says why.
+  // 4 real trajectories + the corrupt one + the one whose steps are gone, all from the index (no manifest read).
   assert.equal(await page.locator('#trajectories tbody tr').count(), 6);
-  assert.match(await text(page, '#trajectories tr.broken'), /does not match its schema at "reward"/);
+  assert.equal(await page.locator(`#trajectories tr[data-trajectory="${data.corruptId}"]`).count(), 1);
+  // Lineage: the head (v2, the workflow's DartflowPolicyVersion) was trained from v0 after v1's rollback.
+  assert.match(
+    await text(page, '#lineage tr[data-version="2"] td.event'),
+    /head; trained from v0 after a rollback or pin \(not from v1\)/
+  );
+  assert.match(await text(page, '#lineage tr[data-version="1"] td.event'), /abandoned branch/);
+  assert.equal(await page.locator('#lineage tr.on-line').count(), 2);
+  assert.equal(await page.locator('#discards-over-time svg').count(), 1);
+  assert.deepEqual(
+    (await page.locator('#tasks a.task-link').allInnerTexts()).sort(),
+    [...new Set(data.indexed.map((m) => m.taskId))].sort()
+  );
   await shoot(page, 'campaign');
   assert.deepEqual(errors, []);
   await page.close();
@@ -222,7 +236,7 @@ test('the campaign page shows the running workflow, eval curves, train steps, di
       : null;
     await v.page.close();
   }
-  assert.deepEqual(seen, [...seen].sort());
+  assert.equal(new Set(seen).size, seen.length, 'no trajectory on two pages');
   assert.deepEqual(new Set(seen), new Set([...data.trajectories.keys(), data.corruptId, data.goneId]));
   assert.equal(seen.length, 6);
 });
@@ -322,6 +336,17 @@ test('unknown ids, deleted and corrupt objects get a clear error page; the serve
     [`/campaigns/${encodeURIComponent('a/../../b')}`, 404, /not a valid campaign id/],
     ['/campaigns/%E0%A4%A', 400, /not valid percent-encoding/],
     ['/nothing/here', 404, /Nothing is served/],
+    [
+      `/campaigns/${runningId}/tasks/no-such-task`,
+      404,
+      /no trajectory of task "no-such-task" in its index/,
+      'error-unknown-task',
+    ],
+    ['/campaigns/no-such-campaign/tasks/click-colour', 404, /No data under campaigns\/no-such-campaign\//],
+    [`/campaigns/${runningId}/search?outcome=great`, 400, /outcome "great" is not one of: success, failure, error/],
+    [`/campaigns/${runningId}/search?version=v2`, 400, /not a policy version number/],
+    [`/campaigns/${runningId}/search?before=yesterday`, 404, /not a page cursor/],
+    [`/campaigns/${runningId}?steps=x`, 400, /not a train step number/],
   ];
   for (const [p, code, message, shotName] of cases) {
     const { page, status, errors } = await visit(p);
@@ -363,4 +388,127 @@ test('a wrong or missing token gets 401, in the browser and over HTTP', async ()
   assert.equal((await fetch(`${viewer.url}/${shot}`)).status, 401, 'screenshots need the token too');
   assert.equal((await fetch(url, { headers: { Authorization: `Bearer ${token}` } })).status, 200);
   assert.equal((await fetch(`${viewer.url}/${shot}`, { headers: { Authorization: `Bearer ${token}` } })).status, 200);
+});
+
+test('the index is written by the real write path: runEpisode indexes each trajectory, recordDiscards each decision', async () => {
+  for (const taskId of new Set(data.indexed.map((m) => m.taskId))) {
+    const r = await readPartition(store, runningId, 'trajectories', partitions.task(taskId));
+    assert.deepEqual(r.unreadable, []);
+    assert.deepEqual(
+      r.entries.map((e) => e.trajectoryId).sort(),
+      data.indexed
+        .filter((m) => m.taskId === taskId)
+        .map((m) => m.trajectoryId)
+        .sort()
+    );
+    for (const e of r.entries) {
+      const m = data.indexed.find((x) => x.trajectoryId === e.trajectoryId)!;
+      assert.deepEqual(
+        [e.reward, e.status, e.source, e.steps, e.maxSteps, e.minVersion, e.createdAt],
+        [m.reward, m.status, m.source, m.numSteps, m.maxSteps, m.minPolicyVersion, m.createdAt]
+      );
+    }
+  }
+  const discards = await readPartition(store, runningId, 'discards', partitions.all);
+  assert.deepEqual(discards.entries.map((e) => `${e.groupId}:${e.reason}:${e.trajectories}`).sort(), [
+    'g-click:down-sampled:1',
+    'g-scroll:stale:1',
+  ]);
+});
+
+test('the task page shows success over time, rollout count and step budget per group, and the pool', async () => {
+  const { page, status, errors } = await visit(`/campaigns/${runningId}/tasks/click-colour`, 'task');
+  assert.equal(status, 200);
+  const mine = data.indexed.filter((m) => m.taskId === 'click-colour');
+  const ok = mine.filter((m) => m.status === 'ok');
+  const wins = ok.filter((m) => outcomeOf(m) === 'success');
+  assert.match(await text(page, '#task-success'), new RegExp(`of ${ok.length}$`));
+  assert.equal(await text(page, '#task-success'), `${((wins.length / ok.length) * 100).toFixed(1)} % of ${ok.length}`);
+  assert.equal(await page.locator('#task-charts svg').count(), 4);
+  // g-click: 2 episodes, budget = the larger maxSteps of the two.
+  const g = mine.filter((m) => m.groupId === 'g-click');
+  assert.equal(await text(page, '#groups tr[data-group="g-click"] td.n'), String(g.length));
+  assert.equal(
+    await text(page, '#groups tr[data-group="g-click"] td.budget'),
+    String(Math.max(...g.map((m) => m.maxSteps)))
+  );
+  // The pool holds the oracle's success, written by addToPool.
+  assert.deepEqual(
+    await page.locator('#pool tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-trajectory'))),
+    ['g-click-e0']
+  );
+  assert.equal(await page.locator('#trajectories tbody tr').count(), mine.length);
+  await shoot(page, 'task');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('search returns exactly the trajectories that match task, outcome, version and source, paged', async () => {
+  const all = data.indexed;
+  const cases: Array<[string, (m: (typeof all)[number]) => boolean]> = [
+    ['', () => true],
+    ['task=click-colour', (m) => m.taskId === 'click-colour'],
+    ['outcome=success', (m) => outcomeOf(m) === 'success'],
+    ['outcome=failure', (m) => outcomeOf(m) === 'failure'],
+    ['task=click-colour&outcome=failure', (m) => m.taskId === 'click-colour' && outcomeOf(m) === 'failure'],
+    ['version=0', (m) => m.minPolicyVersion <= 0 && m.maxPolicyVersion >= 0],
+    ['version=1', () => false],
+    ['source=rollout', (m) => m.source === 'rollout'],
+    ['source=demo', (m) => m.source === 'demo'],
+    ['source=pool', (m) => m.trajectoryId === 'g-click-e0'],
+  ];
+  assert.ok(all.some((m) => outcomeOf(m) === 'success') && all.some((m) => outcomeOf(m) === 'failure'));
+  for (const [query, want] of cases) {
+    // Pages of 2: following "next" collects the whole result, each trajectory once.
+    const seen: string[] = [];
+    let next: string | null = `/campaigns/${runningId}/search?${query}${query ? '&' : ''}limit=2`;
+    let pages = 0;
+    while (next) {
+      const v = await visit(next, query === 'task=click-colour' && pages === 0 ? 'search' : undefined);
+      assert.equal(v.status, 200, query);
+      assert.deepEqual(v.errors, [], query);
+      if (query === 'task=click-colour' && pages === 0) await shoot(v.page, 'search');
+      seen.push(
+        ...(await v.page
+          .locator('#results tbody tr')
+          .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-trajectory')!)))
+      );
+      next = (await v.page.locator('#next-page').count())
+        ? await v.page.locator('#next-page').getAttribute('href')
+        : null;
+      await v.page.close();
+      assert.ok(++pages < 20, 'paging ends');
+    }
+    assert.equal(new Set(seen).size, seen.length, `${query}: no trajectory on two pages`);
+    assert.deepEqual(
+      seen.sort(),
+      all
+        .filter(want)
+        .map((m) => m.trajectoryId)
+        .sort(),
+      query
+    );
+  }
+});
+
+test('a corrupt index shard is named on the page; the task’s other entries still show', async () => {
+  const prefix = indexKeys.partition(runningId, 'trajectories', partitions.task('enter-text'));
+  const badKey = `${prefix}d-0000000000001-corrupt.jsonl`;
+  await store.putBytes(badKey, Buffer.from('{"trajectoryId": "half-writ'), 'application/x-ndjson');
+  for (const p of [`/campaigns/${runningId}/tasks/enter-text`, `/campaigns/${runningId}/search?task=enter-text`]) {
+    const { page, status, errors } = await visit(p);
+    assert.equal(status, 200, p);
+    const box = await text(page, '.unreadable');
+    assert.ok(box.includes(badKey), `${p} names the shard`);
+    assert.match(box, /line 1 is not valid JSON/);
+    assert.equal(
+      (await page.locator('tr[data-trajectory="g-text-e0"]').count()) > 0,
+      true,
+      `${p} still shows the task's trajectory`
+    );
+    if (p.includes('/tasks/')) await shoot(page, 'error-corrupt-index');
+    assert.deepEqual(errors, []);
+    await page.close();
+  }
+  await store.remove(badKey);
 });

@@ -7,19 +7,28 @@ import type { EvalPoint } from '../../schemas/campaign';
 import type { DiscardRecord } from '../../schemas/discards';
 import type { LedgerEntry } from '../../schemas/records';
 import type { ObjectStore } from '../../storage/object-store';
-import { checkId, notFound } from '../errors';
+import { listPartitions, partitions, readPartition, type DiscardIndexEntry } from '../../storage/trajectory-index';
+import { checkId, notFound, toViewerError } from '../errors';
+import { readCheckpointPage, readLedgerPage, type NewestPage } from '../history-reader';
 import { html, href, isoTime, num, pct, raw, type Html } from '../html';
+import { searchTrajectories, type SearchResult } from '../index-reader';
 import {
   campaignHasData,
   readDiscards,
   readEvals,
-  readLedger,
   readTrajectoryPage,
   RECORD_LIMIT,
   type Records,
 } from '../store-reader';
 import { describeCampaign, type CampaignExecution, type TemporalSource } from '../temporal-reader';
 import type { Page } from './layout';
+import { lineageSection } from './lineage';
+import { trajectoryTable, unreadableBox } from './rows';
+
+/** Train steps and checkpoint versions shown per page view (the newest; older ones by paging). */
+export const STEPS_SHOWN = 25;
+const VERSIONS_SHOWN = 25;
+const DISCARD_POINTS = 30;
 
 export const DEFAULT_PAGE_SIZE = 50;
 const MAX_PAGE_SIZE = 500;
@@ -122,57 +131,89 @@ function evalCharts(evals: Records<EvalPoint>): Html {
 }
 
 /** The train-step columns: DART's per-step diagnostics, from the ledger entry and its metrics. */
-function ledgerTable(ledger: Records<LedgerEntry>): Html {
+function ledgerTable(ledger: NewestPage<LedgerEntry>): Html {
   if (ledger.items.length === 0) return html`<p class="muted" id="no-ledger">No train step committed yet.</p>`;
-  const rows = [...ledger.items].sort((a, b) => b.trainStep - a.trainStep);
+  const bad = ledger.items.flatMap((i) => (i.error ? [{ key: i.key, message: i.error }] : []));
+  const rows = ledger.items.flatMap((i) => (i.value ? [i.value] : []));
   const m = (e: LedgerEntry, k: string) => num(e.metrics[k]);
-  return html`<table id="ledger">
-    <thead>
-      <tr>
-        <th>step</th>
-        <th>version</th>
-        <th>trajectories</th>
-        <th>max staleness</th>
-        <th>loss</th>
-        <th>KL</th>
-        <th>clip fraction</th>
-        <th>entropy</th>
-        <th>kept by entropy mask</th>
-        <th>TIS weight mean / min</th>
-        <th>TIS truncated</th>
-        <th>skipped groups</th>
-        <th>committed</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${rows.map(
-        (e) =>
-          html`<tr data-step="${e.trainStep}">
-            <td class="num">${e.trainStep}</td>
-            <td>v${e.fromVersion} → v${e.toVersion}</td>
-            <td class="num">${e.consumed.length}</td>
-            <td class="num">${Math.max(...e.consumed.map((c) => c.staleness))}</td>
-            <td class="num loss">${m(e, 'loss')}</td>
-            <td class="num">${m(e, 'kl')}</td>
-            <td class="num">${m(e, 'clipFraction')}</td>
-            <td class="num">${m(e, 'entropyMean')}</td>
-            <td class="num">${pct(e.metrics.selectedFraction)}</td>
-            <td class="num">${num(e.isWeight.mean)} / ${num(e.isWeight.min)}</td>
-            <td class="num">${pct(e.isWeight.truncatedFraction)}</td>
-            <td class="num">${e.skipped?.length ?? 0}</td>
-            <td>${isoTime(e.createdAt)}</td>
-          </tr>`
-      )}
-    </tbody>
-  </table>`;
+  return html`${unreadableBox('ledger entries', bad)}
+    <table id="ledger">
+      <thead>
+        <tr>
+          <th>step</th>
+          <th>version</th>
+          <th>trajectories</th>
+          <th>max staleness</th>
+          <th>loss</th>
+          <th>KL</th>
+          <th>clip fraction</th>
+          <th>entropy</th>
+          <th>kept by entropy mask</th>
+          <th>TIS weight mean / min</th>
+          <th>TIS truncated</th>
+          <th>skipped groups</th>
+          <th>committed</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${rows.map(
+          (e) =>
+            html`<tr data-step="${e.trainStep}">
+              <td class="num">${e.trainStep}</td>
+              <td>v${e.fromVersion} → v${e.toVersion}</td>
+              <td class="num">${e.consumed.length}</td>
+              <td class="num">${Math.max(...e.consumed.map((c) => c.staleness))}</td>
+              <td class="num loss">${m(e, 'loss')}</td>
+              <td class="num">${m(e, 'kl')}</td>
+              <td class="num">${m(e, 'clipFraction')}</td>
+              <td class="num">${m(e, 'entropyMean')}</td>
+              <td class="num">${pct(e.metrics.selectedFraction)}</td>
+              <td class="num">${num(e.isWeight.mean)} / ${num(e.isWeight.min)}</td>
+              <td class="num">${pct(e.isWeight.truncatedFraction)}</td>
+              <td class="num">${e.skipped?.length ?? 0}</td>
+              <td>${isoTime(e.createdAt)}</td>
+            </tr>`
+        )}
+      </tbody>
+    </table>`;
 }
 
-function discardSection(discards: Records<DiscardRecord>): Html {
+/** Discard decisions as index entries; records are turned into the same shape for campaigns without the index. */
+function discardEntriesOfRecords(records: Records<DiscardRecord>): DiscardIndexEntry[] {
+  return records.items.flatMap((r) => {
+    const counts = new Map<string, number>();
+    for (const t of r.trajectories) counts.set(t.reason, (counts.get(t.reason) ?? 0) + 1);
+    return [...counts].map(([reason, n]) => ({
+      id: `${r.groupId}-${r.event}-${reason}`,
+      groupId: r.groupId,
+      taskId: r.taskId,
+      event: r.event,
+      reason,
+      trajectories: n,
+      trainStep: r.trainStep,
+      policyVersion: r.policyVersion,
+      createdAt: r.createdAt,
+      indexedAt: r.createdAt,
+    }));
+  });
+}
+
+function discardSection(entries: DiscardIndexEntry[]): Html {
   const byReason = new Map<string, number>();
-  for (const r of discards.items)
-    for (const t of r.trajectories) byReason.set(t.reason, (byReason.get(t.reason) ?? 0) + 1);
+  for (const e of entries) byReason.set(e.reason, (byReason.get(e.reason) ?? 0) + e.trajectories);
   if (byReason.size === 0) return html`<p class="muted" id="no-discards">No trajectory discarded.</p>`;
   const bars = [...byReason.entries()].sort((a, b) => b[1] - a[1]);
+  // Over time: trajectories discarded per reason in equal time slices from the first decision to the last.
+  const sorted = [...entries].sort((a, b) => a.createdAt - b.createdAt);
+  const t0 = sorted[0]!.createdAt;
+  const span = Math.max(1, sorted.at(-1)!.createdAt - t0);
+  const slices = Math.min(DISCARD_POINTS, Math.max(2, sorted.length));
+  const slice = (t: number) => Math.min(slices - 1, Math.floor(((t - t0) / span) * slices));
+  const series: Series[] = bars.map(([reason]) => {
+    const counts = new Array<number>(slices).fill(0);
+    for (const e of sorted) if (e.reason === reason) counts[slice(e.createdAt)]! += e.trajectories;
+    return { name: reason, points: counts.map((c, i): [number, number] => [((i + 0.5) * span) / slices / 60_000, c]) };
+  });
   return html`<div class="charts">
     <table id="discards">
       <thead>
@@ -197,12 +238,117 @@ function discardSection(discards: Records<DiscardRecord>): Html {
         { title: 'Discarded trajectories by reason', yLabel: 'trajectories', width: 520, height: 280 }
       )
     )}
+    <div id="discards-over-time">
+      ${raw(
+        lineChartSvg(series, {
+          title: 'Discard reasons over time',
+          xLabel: 'minutes since the first discard',
+          yLabel: `trajectories per ${Math.max(1, Math.round(span / slices / 1000))} s`,
+          yMin: 0,
+          width: 620,
+          height: 300,
+        })
+      )}
+    </div>
   </div>`;
 }
 
 export interface CampaignQuery {
+  /** Id-ordered listing (campaigns without an index): the last id shown. */
   after?: string;
+  /** Index order (newest first): the cursor of the last row shown. */
+  before?: string;
   limit?: number;
+  /** Train steps at or below this number (ledger paging). */
+  stepsAtOrBelow?: number;
+}
+
+/** The campaign's discard decisions from the index; from the records (newest RECORD_LIMIT) when it has none. */
+async function readDiscardEntries(
+  store: ObjectStore,
+  campaignId: string
+): Promise<{ entries: DiscardIndexEntry[]; unreadable: Array<{ key: string; message: string }>; notice?: Html }> {
+  const indexed = await readPartition(store, campaignId, 'discards', partitions.all).catch((err: unknown) => {
+    throw toViewerError(err, 'discard index');
+  });
+  if (indexed.objects > 0) return { entries: indexed.entries, unreadable: indexed.unreadable };
+  const records = await readDiscards(store, campaignId);
+  if (records.items.length === 0 && records.unreadable.length === 0) return { entries: [], unreadable: [] };
+  return {
+    entries: discardEntriesOfRecords(records),
+    unreadable: records.unreadable,
+    notice: html`<p class="notice" id="discards-from-records">
+      No discard index (records written before it existed): read the discard records
+      directly${records.omitted ? html`, the newest ${RECORD_LIMIT} of ${records.omitted + RECORD_LIMIT}` : ''}.
+    </p>`,
+  };
+}
+
+function trajectoriesSection(
+  campaignId: string,
+  indexed: SearchResult,
+  listed: Awaited<ReturnType<typeof readTrajectoryPage>> | null,
+  q: { before?: string; after?: string; limit: number }
+): Html {
+  const link = (params: Record<string, string>) =>
+    `${href('campaigns', campaignId)}?${new URLSearchParams({ ...params, limit: String(q.limit) }).toString()}#trajectories`;
+  if (listed) {
+    // No index: the campaign's trajectories by id, one delimiter listing per page (and a manifest per row).
+    return html`<p class="notice" id="no-index">
+        No trajectory index for this campaign (stored before the index existed): listed by id, without search.
+      </p>
+      <table id="trajectories">
+        <thead>
+          <tr>
+            <th>trajectory</th>
+            <th>group</th>
+            <th>task</th>
+            <th>status</th>
+            <th>reward</th>
+            <th>steps</th>
+            <th>policy versions</th>
+            <th>source</th>
+            <th>created</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${listed.rows.map((r) => {
+            const m = r.manifest;
+            const a = html`<a href="${href('campaigns', campaignId, 'trajectories', r.trajectoryId)}"
+              >${r.trajectoryId}</a
+            >`;
+            if (!m)
+              return html`<tr class="broken">
+                <td>${a}</td>
+                <td colspan="8" class="bad">${r.error ?? 'unreadable'}</td>
+              </tr>`;
+            return html`<tr>
+              <td>${a}</td>
+              <td><a href="${href('campaigns', campaignId, 'groups', m.groupId)}">${m.groupId}</a></td>
+              <td>${m.taskId}</td>
+              <td class="${m.status === 'ok' ? '' : 'bad'}">${m.status}</td>
+              <td class="num">${num(m.reward)}</td>
+              <td class="num">${m.numSteps} / ${m.maxSteps}</td>
+              <td>
+                v${m.minPolicyVersion}${m.maxPolicyVersion !== m.minPolicyVersion ? `–v${m.maxPolicyVersion}` : ''}
+              </td>
+              <td>${m.source}</td>
+              <td>${isoTime(m.createdAt)}</td>
+            </tr>`;
+          })}
+        </tbody>
+      </table>
+      <div class="pager">
+        ${q.after ? html`<a id="first-page" href="${link({})}">« first page</a>` : ''}
+        ${listed.next ? html`<a id="next-page" href="${link({ after: listed.next })}">next ${q.limit} »</a>` : html`<span class="muted">last page</span>`}
+      </div>`;
+  }
+  return html`${unreadableBox('trajectory index objects', indexed.unreadable)}
+    ${indexed.rows.length === 0 ? html`<p class="muted" id="no-trajectories">No trajectory${q.before ? ' older than this' : ''}.</p>` : trajectoryTable(campaignId, indexed.rows)}
+    <div class="pager">
+      ${q.before ? html`<a id="first-page" href="${link({})}">« newest</a>` : ''}
+      ${indexed.next ? html`<a id="next-page" href="${link({ before: indexed.next })}">next ${q.limit} »</a>` : html`<span class="muted">last page</span>`}
+    </div>`;
 }
 
 export async function campaignPage(
@@ -223,9 +369,15 @@ export async function campaignPage(
   );
   const records = Promise.all([
     readEvals(store, campaignId),
-    readLedger(store, campaignId),
-    readDiscards(store, campaignId),
-    readTrajectoryPage(store, campaignId, { after, limit }),
+    readLedgerPage(store, campaignId, { atOrBelow: q.stepsAtOrBelow, limit: STEPS_SHOWN }),
+    readDiscardEntries(store, campaignId),
+    readCheckpointPage(store, campaignId, { limit: VERSIONS_SHOWN }),
+    listPartitions(store, campaignId, 'trajectories', 'task'),
+    searchTrajectories(store, campaignId, {}, { before: q.before, limit }).then(async (indexed) => ({
+      indexed,
+      // Campaigns stored before the index: fall back to the id-ordered listing.
+      listed: indexed.noIndex ? await readTrajectoryPage(store, campaignId, { after, limit }) : null,
+    })),
   ]);
   records.catch(() => undefined); // awaited below; this only keeps an early rejection from going unhandled
   const [hasData, { exec, error: temporalError }] = await Promise.all([campaignHasData(store, campaignId), workflow]);
@@ -234,10 +386,11 @@ export async function campaignPage(
       'Unknown campaign',
       `No campaign "${campaignId}": no workflow campaign-${campaignId} in namespace ${temporal.namespace} and no data under campaigns/${campaignId}/ in bucket ${store.bucket}.`
     );
-  const [evals, ledger, discards, page] = await records;
-
-  const pageLink = (cursor?: string) =>
-    `${href('campaigns', campaignId)}?${new URLSearchParams({ ...(cursor ? { after: cursor } : {}), limit: String(limit) }).toString()}`;
+  const [evals, ledger, discards, checkpoints, tasks, { indexed, listed }] = await records;
+  const head = exec?.live?.policyVersion ?? exec?.row.policyVersion;
+  const lowestShown = ledger.items.at(-1)?.number;
+  const stepsLink = (atOrBelow?: number) =>
+    `${href('campaigns', campaignId)}?${new URLSearchParams(atOrBelow !== undefined ? { steps: String(atOrBelow) } : {}).toString()}#ledger`;
 
   return {
     title: `Campaign ${campaignId}`,
@@ -247,58 +400,39 @@ export async function campaignPage(
     ],
     body: html`<h1>Campaign ${campaignId}</h1>
       ${workflowSection(exec, temporalError, temporal, campaignId)}
+      <p>
+        <a id="search-link" href="${href('campaigns', campaignId, 'search')}">Search trajectories</a> by task, outcome,
+        policy version and source.
+      </p>
       <h2>Held-out success per family</h2>
       ${unreadableNotice('evaluation points', evals)} ${evalCharts(evals)}
+      <h2>Tasks</h2>
+      ${
+        tasks.length === 0
+          ? html`<p class="muted" id="no-tasks">No task in the trajectory index.</p>`
+          : html`<p id="tasks">
+              ${tasks.map((t) => {
+                const id = t.replace(/^task=/, '');
+                return html`<a class="task-link" href="${href('campaigns', campaignId, 'tasks', id)}">${id}</a> `;
+              })}
+            </p>`
+      }
       <h2>Train steps</h2>
-      ${unreadableNotice('ledger entries', ledger)} ${ledgerTable(ledger)}
-      <h2>Discard reasons</h2>
-      ${unreadableNotice('discard records', discards)} ${discardSection(discards)}
-      <h2>Trajectories</h2>
-      ${page.rows.length === 0 ? html`<p class="muted" id="no-trajectories">No trajectory${after ? ' after this one' : ''}.</p>` : ''}
-      <table id="trajectories">
-        <thead>
-          <tr>
-            <th>trajectory</th>
-            <th>group</th>
-            <th>task</th>
-            <th>status</th>
-            <th>reward</th>
-            <th>steps</th>
-            <th>policy versions</th>
-            <th>source</th>
-            <th>created</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${page.rows.map((r) => {
-            const m = r.manifest;
-            const link = html`<a href="${href('campaigns', campaignId, 'trajectories', r.trajectoryId)}"
-              >${r.trajectoryId}</a
-            >`;
-            if (!m)
-              return html`<tr class="broken">
-                <td>${link}</td>
-                <td colspan="8" class="bad">${r.error ?? 'unreadable'}</td>
-              </tr>`;
-            return html`<tr>
-              <td>${link}</td>
-              <td><a href="${href('campaigns', campaignId, 'groups', m.groupId)}">${m.groupId}</a></td>
-              <td>${m.taskId}</td>
-              <td class="${m.status === 'ok' ? '' : 'bad'}">${m.status}</td>
-              <td class="num ${m.reward === null ? '' : m.reward >= 1 ? 'ok' : 'bad'}">${num(m.reward)}</td>
-              <td class="num">${m.numSteps} / ${m.maxSteps}</td>
-              <td>
-                v${m.minPolicyVersion}${m.maxPolicyVersion !== m.minPolicyVersion ? `–v${m.maxPolicyVersion}` : ''}
-              </td>
-              <td>${m.source}</td>
-              <td>${isoTime(m.createdAt)}</td>
-            </tr>`;
-          })}
-        </tbody>
-      </table>
+      ${ledgerTable(ledger)}
       <div class="pager">
-        ${after ? html`<a id="first-page" href="${pageLink()}">« first page</a>` : ''}
-        ${page.next ? html`<a id="next-page" href="${pageLink(page.next)}">next ${limit} »</a>` : html`<span class="muted">last page</span>`}
-      </div>`,
+        ${q.stepsAtOrBelow !== undefined ? html`<a id="steps-newest" href="${stepsLink()}">« newest steps</a>` : ''}
+        ${
+          lowestShown !== undefined && lowestShown > 0 && ledger.items.length >= STEPS_SHOWN
+            ? html`<a id="steps-older" href="${stepsLink(lowestShown - 1)}">older steps »</a>`
+            : ''
+        }
+      </div>
+      <h2>Version lineage</h2>
+      ${lineageSection(checkpoints, head, exec?.live)}
+      <h2>Discard reasons</h2>
+      ${discards.notice ?? ''} ${unreadableBox('discard index objects or records', discards.unreadable)}
+      ${discardSection(discards.entries)}
+      <h2>Trajectories</h2>
+      ${trajectoriesSection(campaignId, indexed, listed, { before: q.before, after, limit })}`,
   };
 }

@@ -1,0 +1,398 @@
+/**
+ * Append-only indexes of a campaign's trajectories and discard decisions, so the viewer answers "the
+ * trajectories of task T", "those of policy version v", "the newest ones" or "discards over time" by
+ * reading a few index objects instead of listing and reading MinIO object by object.
+ *
+ * Layout (one log per partition): `campaigns/<id>/index/<stream>/<dim>=<value>/`
+ *   - `d-<ms>-<hash>.jsonl`          a delta: the entries of one write (never rewritten)
+ *   - `s<L>-<ms>-<hash>.jsonl`       a segment: FANOUT deltas (L=1) or FANOUT level L−1 segments merged
+ * Partitions of the `trajectories` stream: `task=<taskId>`, `version=<v>` (each version a trajectory's
+ * steps came from) and `hour=<YYYYMMDDHH>` (of createdAt, UTC: newest-first paging over the campaign);
+ * the `discards` stream has one partition, `all`.
+ *
+ * Writers only ever add objects. After an append the writer compacts (in the background): when a partition holds FANOUT
+ * deltas (or FANOUT segments of one level) it writes them as one segment (putIfAbsent under a key derived
+ * from what it merges, so two writers compacting the same set write one object) and then deletes them.
+ * Writers racing on different sets, or a crash between write and delete, leave an entry in two objects;
+ * readers de-duplicate by id (the latest `indexedAt` wins), so that costs bytes, never correctness. A
+ * partition therefore holds < FANOUT objects per level: reading one is a bounded number of GETs whatever
+ * the campaign's size.
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { DISCARD_EVENTS, type DiscardRecord } from '../schemas/discards';
+import { EPISODE_STATUSES, type TrajectoryManifest } from '../schemas/records';
+import { CorruptObjectError, ObjectNotFoundError } from './errors';
+import { safeSegment } from './keys';
+import { serializeJsonLines, type ObjectStore } from './object-store';
+
+/** Deltas per level-1 segment, and segments per next-level segment. */
+export const FANOUT = 32;
+/** A trajectory whose steps span more versions than this is indexed under its min and max version only. */
+const MAX_VERSION_PARTITIONS = 8;
+const READ_CONCURRENCY = 16;
+
+export const TrajectoryIndexEntrySchema = z.object({
+  trajectoryId: z.string().min(1),
+  groupId: z.string().min(1),
+  taskId: z.string().min(1),
+  reward: z.number().nullable(),
+  status: z.enum(EPISODE_STATUSES),
+  source: z.enum(['rollout', 'precollect', 'demo']),
+  minVersion: z.number().int().nonnegative(),
+  maxVersion: z.number().int().nonnegative(),
+  steps: z.number().int().nonnegative(),
+  maxSteps: z.number().int().positive(),
+  createdAt: z.number(),
+  /** When this entry was written: of two entries for one trajectory (a retried episode) the later wins. */
+  indexedAt: z.number(),
+});
+export type TrajectoryIndexEntry = z.infer<typeof TrajectoryIndexEntrySchema>;
+
+/** One (discard record, reason) pair: enough for discard reasons over time without reading the records. */
+export const DiscardIndexEntrySchema = z.object({
+  /** `<groupId>-<event>-<reason>`: one record's reason (a rewrite of the record replaces it). */
+  id: z.string().min(1),
+  groupId: z.string().min(1),
+  taskId: z.string().min(1),
+  event: z.enum(DISCARD_EVENTS),
+  reason: z.string().min(1),
+  trajectories: z.number().int().positive(),
+  trainStep: z.number().int().nonnegative(),
+  policyVersion: z.number().int().nonnegative(),
+  createdAt: z.number(),
+  indexedAt: z.number(),
+});
+export type DiscardIndexEntry = z.infer<typeof DiscardIndexEntrySchema>;
+
+export type IndexStream = 'trajectories' | 'discards';
+const SCHEMAS = { trajectories: TrajectoryIndexEntrySchema, discards: DiscardIndexEntrySchema } as const;
+const idOf = (e: TrajectoryIndexEntry | DiscardIndexEntry): string => ('trajectoryId' in e ? e.trajectoryId : e.id);
+
+export const indexKeys = {
+  stream: (campaignId: string, stream: IndexStream) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/index/${stream}/`,
+  partition: (campaignId: string, stream: IndexStream, partition: string) =>
+    `${indexKeys.stream(campaignId, stream)}${partition}/`,
+};
+
+export const partitions = {
+  task: (taskId: string) => `task=${safeSegment(taskId, 'taskId')}`,
+  version: (v: number) => `version=${String(v).padStart(6, '0')}`,
+  hour: (ms: number) => `hour=${new Date(ms).toISOString().slice(0, 13).replace(/[-T]/g, '')}`,
+  all: 'all',
+};
+
+/** The UTC hour a `hour=` partition names, as epoch ms (NaN for anything else). */
+export function hourOfPartition(name: string): number {
+  const m = /^hour=(\d{4})(\d{2})(\d{2})(\d{2})$/.exec(name);
+  return m ? Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4])) : NaN;
+}
+
+export function indexEntryOf(m: TrajectoryManifest, indexedAt: number): TrajectoryIndexEntry {
+  return {
+    trajectoryId: m.trajectoryId,
+    groupId: m.groupId,
+    taskId: m.taskId,
+    reward: m.reward,
+    status: m.status,
+    source: m.source,
+    minVersion: m.minPolicyVersion,
+    maxVersion: m.maxPolicyVersion,
+    steps: m.numSteps,
+    maxSteps: m.maxSteps,
+    createdAt: m.createdAt,
+    indexedAt,
+  };
+}
+
+/** The partitions a trajectory entry is written to. */
+export function trajectoryPartitions(e: TrajectoryIndexEntry): string[] {
+  const versions =
+    e.maxVersion - e.minVersion < MAX_VERSION_PARTITIONS
+      ? Array.from({ length: e.maxVersion - e.minVersion + 1 }, (_, i) => e.minVersion + i)
+      : [e.minVersion, e.maxVersion];
+  return [partitions.task(e.taskId), partitions.hour(e.createdAt), ...versions.map(partitions.version)];
+}
+
+const pad13 = (ms: number) => String(Math.max(0, Math.floor(ms))).padStart(13, '0');
+const shortHash = (text: string | Uint8Array) => createHash('sha256').update(text).digest('hex').slice(0, 16);
+
+interface Listed {
+  deltas: string[];
+  /** level → segment keys, oldest first. */
+  segments: Map<number, string[]>;
+}
+
+async function listPartition(store: ObjectStore, prefix: string): Promise<Listed & { all: string[] }> {
+  const all = await store.list(prefix);
+  const deltas: string[] = [];
+  const segments = new Map<number, string[]>();
+  for (const key of all) {
+    const name = key.slice(prefix.length);
+    if (name.startsWith('d-')) deltas.push(key);
+    const s = /^s(\d+)-/.exec(name);
+    if (s) segments.set(Number(s[1]), [...(segments.get(Number(s[1])) ?? []), key]);
+  }
+  return { all, deltas, segments };
+}
+
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+/** Keeps the latest-indexed entry per id. */
+function dedupe<T extends TrajectoryIndexEntry | DiscardIndexEntry>(entries: T[]): T[] {
+  const byId = new Map<string, T>();
+  for (const e of entries) {
+    const prev = byId.get(idOf(e));
+    if (!prev || e.indexedAt >= prev.indexedAt) byId.set(idOf(e), e);
+  }
+  return [...byId.values()];
+}
+
+/**
+ * Merges `members` (deltas, or segments of one level) into one segment of `level`, then deletes them.
+ * Unreadable members stay where they are (readers report them); the readable ones are merged.
+ */
+async function mergeInto(
+  store: ObjectStore,
+  prefix: string,
+  stream: IndexStream,
+  level: number,
+  members: string[]
+): Promise<void> {
+  const schema = SCHEMAS[stream] as z.ZodType<TrajectoryIndexEntry | DiscardIndexEntry>;
+  const read = await mapLimit(members, READ_CONCURRENCY, async (key) => {
+    try {
+      return { key, entries: await store.getJsonLines(key, schema) };
+    } catch (err) {
+      // Deleted by a concurrent compaction (its content is in that writer's segment) or corrupt: skip it.
+      if (err instanceof ObjectNotFoundError || err instanceof CorruptObjectError) return null;
+      throw err;
+    }
+  });
+  const ok = read.filter((r): r is { key: string; entries: Array<TrajectoryIndexEntry | DiscardIndexEntry> } => !!r);
+  if (ok.length === 0) return;
+  const entries = dedupe(ok.flatMap((r) => r.entries)).sort((a, b) => a.indexedAt - b.indexedAt);
+  const firstName = ok[0]!.key.slice(prefix.length);
+  const firstMs = /^(?:d|s\d+)-(\d{13})-/.exec(firstName)?.[1] ?? pad13(entries[0]?.indexedAt ?? 0);
+  // Named by what it merges: two writers compacting the same members produce the same key (written once).
+  const key = `${prefix}s${level}-${firstMs}-${shortHash(ok.map((r) => r.key).join('\n'))}.jsonl`;
+  await store.putBytesIfAbsent(key, serializeJsonLines(entries), 'application/x-ndjson');
+  for (const r of ok) await store.remove(r.key);
+}
+
+/** One compaction pass over a partition: full batches of deltas, then full levels of segments. */
+export async function compactPartition(
+  store: ObjectStore,
+  campaignId: string,
+  stream: IndexStream,
+  partition: string
+): Promise<void> {
+  const prefix = indexKeys.partition(campaignId, stream, partition);
+  let listed = await listPartition(store, prefix);
+  let changed = false;
+  for (let i = 0; i + FANOUT <= listed.deltas.length; i += FANOUT) {
+    await mergeInto(store, prefix, stream, 1, listed.deltas.slice(i, i + FANOUT));
+    changed = true;
+  }
+  if (changed) listed = await listPartition(store, prefix);
+  for (let level = 1; level < 12; level++) {
+    const segs = listed.segments.get(level) ?? [];
+    if (segs.length < FANOUT) continue;
+    for (let i = 0; i + FANOUT <= segs.length; i += FANOUT)
+      await mergeInto(store, prefix, stream, level + 1, segs.slice(i, i + FANOUT));
+    listed = await listPartition(store, prefix);
+  }
+}
+
+/**
+ * Compactions run in the background of the write path (an episode's latency is its delta PUTs, not the
+ * merge), at most one per partition per process; a request while one runs makes it run once more.
+ */
+const compacting = new Map<string, { again: boolean; done: Promise<void> }>();
+
+function scheduleCompaction(store: ObjectStore, campaignId: string, stream: IndexStream, partition: string): void {
+  const id = `${store.bucket}/${indexKeys.partition(campaignId, stream, partition)}`;
+  const running = compacting.get(id);
+  if (running) {
+    running.again = true;
+    return;
+  }
+  const state = { again: false, done: Promise.resolve() };
+  state.done = (async () => {
+    do {
+      state.again = false;
+      // A failed compaction loses nothing (the deltas stay and are read as they are); the next append retries.
+      await compactPartition(store, campaignId, stream, partition).catch(() => undefined);
+    } while (state.again);
+    compacting.delete(id);
+  })();
+  compacting.set(id, state);
+}
+
+/** Resolves when the background compactions this process started have finished (tests, benchmarks, shutdown). */
+export async function compactionsSettled(): Promise<void> {
+  while (compacting.size > 0) await Promise.all([...compacting.values()].map((c) => c.done));
+}
+
+/** Writes one delta per partition (in parallel), then compacts those partitions in the background. */
+async function append(
+  store: ObjectStore,
+  campaignId: string,
+  stream: IndexStream,
+  byPartition: Map<string, Array<TrajectoryIndexEntry | DiscardIndexEntry>>,
+  now: number
+): Promise<void> {
+  await Promise.all(
+    [...byPartition].map(async ([partition, entries]) => {
+      const prefix = indexKeys.partition(campaignId, stream, partition);
+      const body = serializeJsonLines(entries);
+      await store.putBytes(`${prefix}d-${pad13(now)}-${shortHash(body)}.jsonl`, body, 'application/x-ndjson');
+    })
+  );
+  for (const p of byPartition.keys()) scheduleCompaction(store, campaignId, stream, p);
+}
+
+/**
+ * The write-path hook: indexes a trajectory whose manifest was just stored (runEpisode). A retried
+ * episode indexes again; its later entry wins over the failed attempt's.
+ */
+export async function indexTrajectory(
+  store: ObjectStore,
+  manifest: TrajectoryManifest,
+  now = Date.now()
+): Promise<void> {
+  const entry = indexEntryOf(manifest, now);
+  const byPartition = new Map(trajectoryPartitions(entry).map((p) => [p, [entry]]));
+  await append(store, manifest.campaignId, 'trajectories', byPartition, now);
+}
+
+/** What recordDiscards writes (its input): the campaign's discard decisions of one train step. */
+export interface DiscardBatch {
+  campaignId: string;
+  policyVersion: number;
+  trainStep: number;
+  entries: Array<Pick<DiscardRecord, 'groupId' | 'taskId' | 'event' | 'trajectories'>>;
+}
+
+/** The write-path hook for discard records (recordDiscards): one entry per record and reason. */
+export async function indexDiscards(store: ObjectStore, batch: DiscardBatch, now = Date.now()): Promise<void> {
+  const entries: DiscardIndexEntry[] = [];
+  for (const r of batch.entries) {
+    const counts = new Map<string, number>();
+    for (const t of r.trajectories) counts.set(t.reason, (counts.get(t.reason) ?? 0) + 1);
+    for (const [reason, n] of counts)
+      entries.push({
+        id: `${r.groupId}-${r.event}-${reason}`,
+        groupId: r.groupId,
+        taskId: r.taskId,
+        event: r.event,
+        reason,
+        trajectories: n,
+        trainStep: batch.trainStep,
+        policyVersion: batch.policyVersion,
+        createdAt: now,
+        indexedAt: now,
+      });
+  }
+  if (entries.length > 0) await append(store, batch.campaignId, 'discards', new Map([[partitions.all, entries]]), now);
+}
+
+/**
+ * Writes entries straight into level-1 segments of their partitions, FANOUT-sized or smaller (bulk
+ * import and the viewer benchmark; the result reads exactly like compacted deltas).
+ */
+export async function writeSegments(
+  store: ObjectStore,
+  campaignId: string,
+  stream: IndexStream,
+  byPartition: Map<string, Array<TrajectoryIndexEntry | DiscardIndexEntry>>,
+  chunk = FANOUT ** 2
+): Promise<number> {
+  const jobs: Array<{ key: string; body: Buffer }> = [];
+  for (const [partition, entries] of byPartition) {
+    const prefix = indexKeys.partition(campaignId, stream, partition);
+    const sorted = [...entries].sort((a, b) => a.indexedAt - b.indexedAt);
+    for (let i = 0; i < sorted.length; i += chunk) {
+      const part = sorted.slice(i, i + chunk);
+      const body = serializeJsonLines(part);
+      // A chunk of FANOUT² entries is what level 2 holds; smaller remainders are level-1 segments.
+      const level = part.length >= FANOUT ** 2 ? 2 : 1;
+      jobs.push({ key: `${prefix}s${level}-${pad13(part[0]!.indexedAt)}-${shortHash(body)}.jsonl`, body });
+    }
+  }
+  await mapLimit(jobs, READ_CONCURRENCY, (j) => store.putBytes(j.key, j.body, 'application/x-ndjson'));
+  return jobs.length;
+}
+
+export interface IndexRead<T> {
+  entries: T[];
+  /** Index objects that could not be read, with the reason (the others' entries are still returned). */
+  unreadable: Array<{ key: string; message: string }>;
+  /** Objects read (for the benchmark and the page's cost note). */
+  objects: number;
+}
+
+/**
+ * All entries of one partition, de-duplicated. An object deleted between listing and reading was merged
+ * by a concurrent compaction: the partition is listed and read again (a few times at most).
+ */
+export async function readPartition<S extends IndexStream>(
+  store: ObjectStore,
+  campaignId: string,
+  stream: S,
+  partition: string
+): Promise<IndexRead<S extends 'trajectories' ? TrajectoryIndexEntry : DiscardIndexEntry>> {
+  type E = S extends 'trajectories' ? TrajectoryIndexEntry : DiscardIndexEntry;
+  const schema = SCHEMAS[stream] as unknown as z.ZodType<E>;
+  const prefix = indexKeys.partition(campaignId, stream, partition);
+  for (let attempt = 1; ; attempt++) {
+    const { deltas, segments } = await listPartition(store, prefix);
+    const keysToRead = [...[...segments.values()].flat(), ...deltas];
+    let raced = false;
+    const read = await mapLimit(keysToRead, READ_CONCURRENCY, async (key) => {
+      try {
+        return { key, entries: await store.getJsonLines(key, schema) };
+      } catch (err) {
+        if (err instanceof ObjectNotFoundError) {
+          raced = true;
+          return { key, entries: [] as E[] };
+        }
+        if (err instanceof CorruptObjectError) return { key, entries: [] as E[], message: err.reason };
+        throw err;
+      }
+    });
+    if (raced && attempt < 4) continue;
+    return {
+      entries: dedupe(read.flatMap((r) => r.entries)),
+      unreadable: read.flatMap((r) => ('message' in r && r.message ? [{ key: r.key, message: r.message }] : [])),
+      objects: keysToRead.length,
+    };
+  }
+}
+
+/** Partition names of a stream with a given dimension (`task`, `version`, `hour`), in key order. */
+export async function listPartitions(
+  store: ObjectStore,
+  campaignId: string,
+  stream: IndexStream,
+  dim: 'task' | 'version' | 'hour'
+): Promise<string[]> {
+  const base = indexKeys.stream(campaignId, stream);
+  const out: string[] = [];
+  const listing = store.client.listObjectsV2(store.bucket, `${base}${dim}=`, false);
+  for await (const item of listing as AsyncIterable<{ prefix?: string }>)
+    if (item.prefix) out.push(item.prefix.slice(base.length).replace(/\/$/, ''));
+  return out.sort();
+}

@@ -1,0 +1,126 @@
+/**
+ * The append-only trajectory index against real MinIO: appends compact into segments (a partition keeps
+ * fewer than FANOUT objects per level), a retried episode's later entry replaces the earlier one, two
+ * writers compacting the same deltas at once write one segment, and full levels merge upward.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { TrajectoryManifest } from '../../schemas/records';
+import type { ObjectStore } from '../../storage/object-store';
+import {
+  compactionsSettled,
+  compactPartition,
+  FANOUT,
+  indexKeys,
+  indexTrajectory,
+  partitions,
+  readPartition,
+  writeSegments,
+  type TrajectoryIndexEntry,
+} from '../../storage/trajectory-index';
+import { freshBucket } from '../helpers/infra';
+
+let store: ObjectStore;
+let cleanup: () => Promise<void>;
+before(async () => {
+  ({ store, cleanup } = await freshBucket('tindex'));
+});
+after(async () => {
+  await cleanup?.();
+});
+
+const T0 = Date.UTC(2025, 5, 1, 10);
+
+function manifest(campaignId: string, i: number, over: Partial<TrajectoryManifest> = {}): TrajectoryManifest {
+  return {
+    schemaVersion: 1,
+    trajectoryId: `g${Math.floor(i / 4)}-e${i % 4}`,
+    campaignId,
+    taskId: 'click-target',
+    groupId: `g${Math.floor(i / 4)}`,
+    seed: 1,
+    instruction: 'click',
+    fields: [],
+    reward: i % 3 === 0 ? 1 : 0,
+    status: 'ok',
+    numSteps: 3,
+    maxSteps: 8,
+    minPolicyVersion: 2,
+    maxPolicyVersion: 3,
+    stepsKey: 'x/steps.jsonl',
+    stepsSha256: '0'.repeat(64),
+    source: 'rollout',
+    envKind: 'browser',
+    createdAt: T0 + i * 1000,
+    ...over,
+  };
+}
+
+const objectsIn = (campaignId: string, partition: string) =>
+  store.list(indexKeys.partition(campaignId, 'trajectories', partition));
+
+test('appends compact into segments and every entry stays readable once', async () => {
+  const n = 2 * FANOUT + 5;
+  for (let i = 0; i < n; i++) await indexTrajectory(store, manifest('c1', i), T0 + i);
+  // A retried episode: the same trajectory again, later, now failed: the later entry wins.
+  await indexTrajectory(store, manifest('c1', 0, { status: 'env_error', reward: null }), T0 + 10_000);
+  await compactionsSettled();
+  for (const p of [partitions.task('click-target'), partitions.version(2), partitions.version(3)]) {
+    const keys = await objectsIn('c1', p);
+    const names = keys.map((k) => k.split('/').at(-1)!);
+    assert.equal(names.filter((k) => k.startsWith('s1-')).length, 2, `${p}: two level-1 segments`);
+    assert.equal(names.filter((k) => k.startsWith('d-')).length, 6, `${p}: the deltas not yet compacted`);
+    const r = await readPartition(store, 'c1', 'trajectories', p);
+    assert.equal(r.entries.length, n, p);
+    assert.equal(r.objects, 8);
+    const first = r.entries.find((e) => e.trajectoryId === 'g0-e0')!;
+    assert.deepEqual([first.status, first.reward], ['env_error', null]);
+  }
+  const hour = await readPartition(store, 'c1', 'trajectories', partitions.hour(T0));
+  assert.equal(hour.entries.length, n);
+});
+
+test('two writers compacting the same deltas write one segment; full levels merge upward', async () => {
+  for (let i = 0; i < FANOUT; i++) {
+    const m = manifest('c2', i);
+    // Deltas only (no compaction yet), named the way an append names them.
+    const key = `${indexKeys.partition('c2', 'trajectories', partitions.task(m.taskId))}d-${String(T0 + i).padStart(13, '0')}-${i}.jsonl`;
+    await store.putBytes(key, Buffer.from(JSON.stringify({ ...entryOf(m), indexedAt: T0 + i })));
+  }
+  await Promise.all(
+    [1, 2, 3].map(() => compactPartition(store, 'c2', 'trajectories', partitions.task('click-target')))
+  );
+  const names = (await objectsIn('c2', partitions.task('click-target'))).map((k) => k.split('/').at(-1)!);
+  assert.equal(names.length, 1, names.join(', '));
+  assert.match(names[0]!, /^s1-/);
+
+  // FANOUT level-1 segments of 3 entries each merge into one level-2 segment.
+  const entries = Array.from({ length: FANOUT * 3 }, (_, i) => ({ ...entryOf(manifest('c3', i)), indexedAt: T0 + i }));
+  await writeSegments(store, 'c3', 'trajectories', new Map([[partitions.task('click-target'), entries]]), 3);
+  await compactPartition(store, 'c3', 'trajectories', partitions.task('click-target'));
+  const merged = (await objectsIn('c3', partitions.task('click-target'))).map((k) => k.split('/').at(-1)!);
+  assert.deepEqual(
+    merged.map((k) => k.slice(0, 3)),
+    ['s2-']
+  );
+  assert.equal(
+    (await readPartition(store, 'c3', 'trajectories', partitions.task('click-target'))).entries.length,
+    FANOUT * 3
+  );
+});
+
+function entryOf(m: TrajectoryManifest): Omit<TrajectoryIndexEntry, 'indexedAt'> {
+  return {
+    trajectoryId: m.trajectoryId,
+    groupId: m.groupId,
+    taskId: m.taskId,
+    reward: m.reward,
+    status: m.status,
+    source: m.source,
+    minVersion: m.minPolicyVersion,
+    maxVersion: m.maxPolicyVersion,
+    steps: m.numSteps,
+    maxSteps: m.maxSteps,
+    createdAt: m.createdAt,
+  };
+}
