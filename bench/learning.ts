@@ -3,7 +3,8 @@
  * and enter-text from a behaviour-cloning warm start, in one process (bench/lib/local-rl.ts: real
  * Chromium envs, the policy engine, trainStep on MinIO). Writes docs/bench/learning.json and PNG charts
  * (success vs episodes and vs wall time). Run: npm run bench -- learning [--quick]
- * `--ab` runs the issue-14 policy A/B instead (bench/lib/policy-ab.ts → learning-ab.json).
+ * `--ab` runs the issue-14 policy A/B instead (bench/lib/policy-ab.ts → learning-ab.json); `--sweep` the
+ * issue-14 trainer sweep (bench/lib/learning-sweep.ts → learning-sweep.json and .md).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,6 +16,7 @@ import { loadTask } from '../tasks/loader';
 import { learningCharts } from './charts';
 import { runLocalRl, type LocalRlResult } from './lib/local-rl';
 import { benchOutDir, shownPath } from './lib/output';
+import { benchLearningSweep } from './lib/learning-sweep';
 import { benchPolicyAb } from './lib/policy-ab';
 
 interface Run {
@@ -26,6 +28,7 @@ interface Run {
 
 export async function benchLearning(args: string[]): Promise<void> {
   if (args.includes('--ab')) return benchPolicyAb(args);
+  if (args.includes('--sweep')) return benchLearningSweep(args);
   const quick = args.includes('--quick');
   // --only <task>: rerun one curve and merge it into the existing docs/bench/learning.json.
   const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;

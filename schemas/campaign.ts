@@ -65,6 +65,15 @@ export interface EvalPoint {
   /** Milliseconds since campaign start. */
   atMs: number;
   perFamily: Record<string, number>;
+  /**
+   * Temperature-1 success over the same held-out seeds, next to the greedy numbers above (absent on points
+   * recorded before it, and on replays of evaluations that started before it).
+   */
+  sampledSuccessRate?: number;
+  sampledPerFamily?: Record<string, number>;
+  sampledEpisodes?: number;
+  /** Greedy episodes per family (the stop rule's targetMinEpisodesPerFamily needs enough of them). */
+  episodesPerFamily?: Record<string, number>;
 }
 
 export type CampaignPhase =

@@ -41,9 +41,27 @@ export const CampaignSectionSchema = z
       ),
     maxTrainSteps: posInt.default(200).describe('Stop after this many train steps [§4.9: 200].'),
     maxEpisodes: posInt.default(1_000_000).describe('Stop after this many rollout episodes.'),
+    maxMinutes: z
+      .number()
+      .positive()
+      .optional()
+      .describe(
+        'Stop (drain, final evaluation, complete) once the campaign has run this many minutes since it started, across continue-as-new. Unset: no time limit.'
+      ),
     targetSuccess: prob
       .optional()
       .describe('Stop early when held-out greedy success reaches this on every task family.'),
+    targetConsecutiveEvals: posInt
+      .default(1)
+      .describe('targetSuccess must hold in this many consecutive evaluations (each of a newer version) to stop.'),
+    targetMinEpisodesPerFamily: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe(
+        'An evaluation counts towards targetSuccess only with at least this many held-out greedy episodes per family (set eval.episodesPerTask at least as high).'
+      ),
   })
   .describe('What to train and when to stop.');
 
@@ -128,6 +146,18 @@ export const TrainerSchema = z
     maxGroups: posInt.default(8).describe('Most groups per train step [§3.4: train_batch_size_max 8].'),
     minibatchSize: posInt.default(64).describe('Step samples per gradient computation (heartbeat per minibatch).'),
     epochs: posInt.default(1).describe('Passes over a batch per train step [§4.1: ppo_epochs 1].'),
+    advantageStatistics: z
+      .enum(['steps', 'trajectories'])
+      .default('steps')
+      .describe(
+        "Population of a group's advantage mean/std: every step sample (DART's code [§4.2]) or each trajectory once."
+      ),
+    optimizerReset: z
+      .enum(['none', 'rl-start', 'every-step'])
+      .default('none')
+      .describe(
+        'Adam moments: carried from the parent checkpoint (none), fresh at the first RL step from the reference (rl-start: not carried over from behaviour cloning), or fresh every step.'
+      ),
     simulatedStepSeconds: z
       .number()
       .nonnegative()

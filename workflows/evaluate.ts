@@ -1,8 +1,10 @@
 /**
- * evaluateWorkflow — greedy evaluation of the served policy on held-out seeds of each task (learning
- * curves). Reports an EvalPoint to the campaign (by workflow id) and records it in MinIO.
+ * evaluateWorkflow — evaluation of the served policy on held-out seeds of each task (learning curves):
+ * greedy (the headline number, and what the stop rule and the rollout gate read) and, side by side on the
+ * same seeds, temperature 1 (what RL samples; issue 14.6). Reports an EvalPoint to the campaign (by
+ * workflow id) and records it in MinIO.
  */
-import { getExternalWorkflowHandle, log, workflowInfo } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, log, patched, workflowInfo } from '@temporalio/workflow';
 import type { RunEpisodeResult } from '../activities/env/input';
 import type { EvalPoint } from '../schemas/campaign';
 import { envActivities, dataActivities } from './activity-proxies';
@@ -27,6 +29,9 @@ export interface EvaluateInput {
   record?: boolean;
 }
 
+/** Patch id of the temperature-1 episodes (docs/upgrades.md): evaluations started before it run greedy only. */
+export const EVAL_SAMPLED_PATCH = 'eval-sampled-side-by-side';
+
 const { runEpisode } = envActivities;
 const data = dataActivities;
 
@@ -43,47 +48,62 @@ export function heldOutSeeds(task: EvaluateInput['tasks'][number], count: number
 
 export async function evaluateWorkflow(input: EvaluateInput): Promise<EvalPoint> {
   const evalId = workflowInfo().workflowId;
-  const jobs = input.tasks.flatMap((task) =>
-    heldOutSeeds(task, input.episodesPerTask).map((seed, i) => ({ task, seed, i }))
+  const withSampled = patched(EVAL_SAMPLED_PATCH);
+  const modes: Array<'greedy' | 'sampled'> = withSampled ? ['greedy', 'sampled'] : ['greedy'];
+  const jobs = modes.flatMap((mode) =>
+    input.tasks.flatMap((task) => heldOutSeeds(task, input.episodesPerTask).map((seed, i) => ({ task, seed, i, mode })))
   );
-  const episodeInput = ({ task, seed, i }: (typeof jobs)[number]) => ({
+  const episodeInput = ({ task, seed, i, mode }: (typeof jobs)[number]) => ({
     campaignId: `${input.campaignId}.eval`,
-    groupId: `${evalId}-${task.id}`.slice(-180),
-    trajectoryId: `${evalId}-${task.id}-${i}`.slice(-190),
+    groupId: `${evalId}-${task.id}${mode === 'sampled' ? '-t1' : ''}`.slice(-180),
+    trajectoryId: `${evalId}-${task.id}${mode === 'sampled' ? '-t1' : ''}-${i}`.slice(-190),
     task,
     seed,
-    policy: {
-      kind: input.policyKind,
-      endpoints: input.endpoints,
-      versionHint: input.version,
-      temperature: 0,
-      options: { ...input.policyOptions, greedy: true },
-    },
+    policy:
+      mode === 'greedy'
+        ? {
+            kind: input.policyKind,
+            endpoints: input.endpoints,
+            versionHint: input.version,
+            temperature: 0,
+            options: { ...input.policyOptions, greedy: true },
+          }
+        : {
+            kind: input.policyKind,
+            endpoints: input.endpoints,
+            versionHint: input.version,
+            temperature: 1,
+            options: { ...input.policyOptions },
+          },
     source: 'rollout' as const,
   });
   // One activity per episode (the unit of scheduling); infrastructure failures are retried by Temporal.
   const results: Array<PromiseSettledResult<RunEpisodeResult>> = await Promise.allSettled(
     jobs.map((j) => runEpisode(episodeInput(j)))
   );
-  const ordered = jobs;
-  const perTask: Record<string, { ok: number; n: number }> = {};
+  const tally = { greedy: { ok: 0, n: 0, perTask: {} as Record<string, { ok: number; n: number }> } };
+  const sampledTally = { ok: 0, n: 0, perTask: {} as Record<string, { ok: number; n: number }> };
   const answeredBy = new Set<number>();
-  let ok = 0;
-  let n = 0;
   results.forEach((r, idx) => {
-    const job = ordered[idx]!;
+    const job = jobs[idx]!;
     const family = typeof job.task.family === 'string' ? job.task.family : job.task.id;
     if (r.status !== 'fulfilled' || r.value.reward === null) return; // infra failure: not a data point
-    answeredBy.add(r.value.maxPolicyVersion);
-    answeredBy.add(r.value.minPolicyVersion);
-    const t = (perTask[family] ??= { ok: 0, n: 0 });
+    const into = job.mode === 'greedy' ? tally.greedy : sampledTally;
+    if (job.mode === 'greedy') {
+      answeredBy.add(r.value.maxPolicyVersion);
+      answeredBy.add(r.value.minPolicyVersion);
+    }
+    const t = (into.perTask[family] ??= { ok: 0, n: 0 });
     t.n++;
-    n++;
+    into.n++;
     if (isSuccess(r.value.reward, input.successThreshold)) {
       t.ok++;
-      ok++;
+      into.ok++;
     }
   });
+  const rates = (perTask: Record<string, { ok: number; n: number }>) =>
+    Object.fromEntries(Object.entries(perTask).map(([k, v]) => [k, v.n === 0 ? 0 : v.ok / v.n]));
+  const { ok, n, perTask } = tally.greedy;
   const point: EvalPoint = {
     // The version that actually answered (servers may roll while an evaluation runs).
     version: answeredBy.size === 1 ? [...answeredBy][0]! : input.version,
@@ -91,7 +111,15 @@ export async function evaluateWorkflow(input: EvaluateInput): Promise<EvalPoint>
     episodes: n,
     atEpisodes: input.atEpisodes,
     atMs: Date.now() - input.startedAtMs,
-    perFamily: Object.fromEntries(Object.entries(perTask).map(([k, v]) => [k, v.n === 0 ? 0 : v.ok / v.n])),
+    perFamily: rates(perTask),
+    ...(withSampled
+      ? {
+          sampledSuccessRate: sampledTally.n === 0 ? 0 : sampledTally.ok / sampledTally.n,
+          sampledPerFamily: rates(sampledTally.perTask),
+          sampledEpisodes: sampledTally.n,
+          episodesPerFamily: Object.fromEntries(Object.entries(perTask).map(([k, v]) => [k, v.n])),
+        }
+      : {}),
   };
   if (input.record !== false) await data.recordEvalPoint({ campaignId: input.campaignId, point });
   if (input.parentWorkflowId) {

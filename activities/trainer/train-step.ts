@@ -80,6 +80,12 @@ export type BehaviourCloneInput = z.input<typeof BehaviourCloneInputSchema>;
 
 export interface TrainerDeps {
   store: ObjectStore;
+  /**
+   * The embedded policy's architecture, when it is not the campaign's default for `policy.width`
+   * (benchmarks such as the issue-14 policy A/B run other specs in the same process). Checkpoints are
+   * checked against it as against the default.
+   */
+  spec?: PolicySpec;
   /** ORT intra-op threads for the train session. */
   threads?: number;
   heartbeat?: (details: unknown) => void;
@@ -218,7 +224,7 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
   const { store } = deps;
   const heartbeat = deps.heartbeat ?? (() => undefined);
   const started = Date.now();
-  const spec = specForWidth(input.policy.width);
+  const spec = deps.spec ?? specForWidth(input.policy.width);
   try {
     const committed = await committedOrChainReadable(store, input.campaignId, input.trainStep);
     if (committed) return committed;
@@ -240,8 +246,14 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
 
     const session = await trainSession(spec, deps.threads ?? 1);
     const weights = cloneWeights(current.weights);
-    const optimizer = current.optimizer ?? createAdamState(weights);
     const cfg = input.trainer;
+    // Adam moments: carried from the parent checkpoint, or fresh — at the first RL step (the parent is the
+    // reference: BC's moments come from a different loss) or at every step (issue 14's sweep measures both).
+    const freshOptimizer =
+      !current.optimizer ||
+      cfg.optimizerReset === 'every-step' ||
+      (cfg.optimizerReset === 'rl-start' && input.fromVersion === input.referenceVersion);
+    const optimizer = freshOptimizer ? createAdamState(weights) : current.optimizer!;
     const mbSize = cfg.minibatchSize;
 
     // π_old: recomputed with the current weights just before the update (so ρ starts at 1, §4.3).
@@ -253,7 +265,8 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
       ? await actionLogProbs(session, reference.weights, spec, samples, mbSize, passHeartbeat('reference-logprobs'))
       : undefined;
     const adv = stepAdvantages(
-      samples.map((s) => ({ groupId: s.groupId, trajectoryId: s.trajectoryId, reward: s.reward }))
+      samples.map((s) => ({ groupId: s.groupId, trajectoryId: s.trajectoryId, reward: s.reward })),
+      { statisticsOver: cfg.advantageStatistics }
     ).advantages;
     const selection = cfg.useEntropySelection
       ? highEntropyMask(old.entropy, { topFraction: cfg.entropyTopFraction })
@@ -321,6 +334,7 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
       ),
       gradNorm: updates ? gradNormSum / updates : 0,
       optimizerSteps: updates,
+      freshOptimizer: freshOptimizer ? 1 : 0,
       samples: samples.length,
       staleSteps,
       skippedSteps: loaded.skippedSteps,
@@ -358,7 +372,7 @@ export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneIn
   const input = parseInput(BehaviourCloneInputSchema, raw, 'behaviourClone');
   const { store } = deps;
   const heartbeat = deps.heartbeat ?? (() => undefined);
-  const spec = specForWidth(input.policy.width);
+  const spec = deps.spec ?? specForWidth(input.policy.width);
   try {
     const committed = await committedOrChainReadable(store, input.campaignId, input.trainStep);
     if (committed) return committed;

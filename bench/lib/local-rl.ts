@@ -25,7 +25,7 @@ import type { GroupSummary, TrajectorySummary } from '../../schemas/campaign';
 import { isSuccess } from '../../algorithms/success';
 import { CampaignConfigSchema, type CampaignConfig, type CampaignConfigInput } from '../../schemas/config';
 import type { ObjectStore } from '../../storage/object-store';
-import { defaultPolicySpec, type PolicySpec } from '../../policy/spec';
+import type { PolicySpec } from '../../policy/spec';
 import type { PreviousAction } from '../../policy/observation';
 import type { TaskSpec } from '../../tasks/schema';
 import {
@@ -66,6 +66,8 @@ export interface LocalRlOptions {
   /** Stop after this many consecutive evaluations at or above the target. */
   target?: { success: number; consecutive: number };
   temperature?: number;
+  /** Evaluate at temperature 1 too, next to greedy (default true; issue 14.6). */
+  sampledEval?: boolean;
   /**
    * DART's curation switches, as CampaignConfig `rollout` / `curation` fields, applied by the campaign's
    * own functions. Defaults here (when not set): fixed rollout number `groupSize`, each task's own max
@@ -83,7 +85,7 @@ export interface LocalRlOptions {
   initialEval?: CurvePoint;
   /**
    * Run with this policy architecture instead of the default (the issue-14 A/B: legacyPolicySpec vs the
-   * default). Width 1 only; see withPolicySpec for how the trainer is made to use it.
+   * default). Width 1 only; the trainer activities get it as TrainerDeps.spec.
    */
   spec?: PolicySpec;
   log?: (line: string) => void;
@@ -95,6 +97,11 @@ export interface CurvePoint {
   version: number;
   success: number;
   perTask: Record<string, number>;
+  /** Temperature-1 (sampled) success on the same held-out seeds, overall and per family (issue 14.6). */
+  sampledSuccess?: number;
+  sampledPerTask?: Record<string, number>;
+  /** Held-out episodes per family of each of the two evaluations. */
+  evalEpisodesPerTask?: number;
   /**
    * Share of the evaluation's greedy steps that repeat the previous action although it changed nothing
    * (the issue-14 "greedy no-op until the budget ends" failure), whatever the spec feeds the network.
@@ -172,23 +179,6 @@ function enginePolicy(engine: PolicyEngine, greedy: boolean, counter?: RepeatCou
   };
 }
 
-/**
- * Runs `fn` with `spec` as the process's default policy spec. The trainer activities derive their spec
- * from the campaign's width (train-step.ts specForWidth → defaultPolicySpec), with no way to pass one, so
- * the A/B swaps the default's fields for the run and restores them after. Benchmark-only: it must not run
- * concurrently with other users of the default spec in the same process.
- */
-export async function withPolicySpec<T>(spec: PolicySpec | undefined, fn: () => Promise<T>): Promise<T> {
-  if (!spec) return fn();
-  const saved = { ...defaultPolicySpec };
-  Object.assign(defaultPolicySpec, spec);
-  try {
-    return await fn();
-  } finally {
-    Object.assign(defaultPolicySpec, saved);
-  }
-}
-
 /** Runs `jobs` with at most `limit` in flight (the env pool's slots). */
 async function parallel<T>(jobs: Array<() => Promise<T>>, limit: number): Promise<T[]> {
   const out: T[] = new Array(jobs.length);
@@ -224,12 +214,10 @@ export function localCampaignConfig(
 }
 
 export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
-  return withPolicySpec(o.spec, () => runLocalRlWithDefaultSpec(o));
-}
-
-async function runLocalRlWithDefaultSpec(o: LocalRlOptions): Promise<LocalRlResult> {
   const log = o.log ?? (() => undefined);
-  const spec = specForWidth(1);
+  const spec = o.spec ?? specForWidth(1);
+  // The trainer gets the spec explicitly (a non-default architecture for the A/B; the default otherwise).
+  const trainerDeps = { store: o.store, spec };
   const started = Date.now();
   const seconds = () => (Date.now() - started) / 1000;
   const config = localCampaignConfig(o);
@@ -293,30 +281,45 @@ async function runLocalRlWithDefaultSpec(o: LocalRlOptions): Promise<LocalRlResu
 
   const evaluate = async (episodes: number, count = o.evalEpisodesPerTask) => {
     Object.assign(greedyRepeats, { steps: 0, noopRepeats: 0 });
-    const perTask: Record<string, number> = {};
-    let ok = 0;
-    let n = 0;
-    for (const task of o.tasks) {
-      const jobs = Array.from({ length: count }, (_, i) =>
-        episode(
-          task,
-          task.seeds.heldOut.from + i * 97,
-          `eval-v${version}-${task.id}-${i}`,
-          `eval-v${version}-${task.id}`,
-          'greedy'
-        )
-      );
-      const rs = await parallel(jobs, slots);
-      const wins = rs.filter((r) => isSuccess(r.reward, config.campaign.successThreshold)).length;
-      perTask[task.family] = wins / rs.length;
-      ok += wins;
-      n += rs.length;
-    }
+    // Greedy (the headline number) and temperature 1 (what RL samples) on the same held-out seeds.
+    const run = async (kind: 'greedy' | 'sample') => {
+      const perTask: Record<string, number> = {};
+      let ok = 0;
+      let n = 0;
+      for (const task of o.tasks) {
+        const jobs = Array.from({ length: count }, (_, i) =>
+          episode(
+            task,
+            task.seeds.heldOut.from + i * 97,
+            `eval-v${version}-${kind}-${task.id}-${i}`,
+            `eval-v${version}-${kind}-${task.id}`,
+            kind
+          )
+        );
+        const rs = await parallel(jobs, slots);
+        const wins = rs.filter((r) => isSuccess(r.reward, config.campaign.successThreshold)).length;
+        perTask[task.family] = wins / rs.length;
+        ok += wins;
+        n += rs.length;
+      }
+      return { success: ok / n, perTask };
+    };
+    const greedy = await run('greedy');
     const noopRepeats = greedyRepeats.steps ? greedyRepeats.noopRepeats / greedyRepeats.steps : 0;
-    const point = { episodes, seconds: seconds(), version, success: ok / n, perTask, noopRepeats };
+    const sampled = o.sampledEval === false ? undefined : await run('sample');
+    const point: CurvePoint = {
+      episodes,
+      seconds: seconds(),
+      version,
+      success: greedy.success,
+      perTask: greedy.perTask,
+      ...(sampled ? { sampledSuccess: sampled.success, sampledPerTask: sampled.perTask } : {}),
+      evalEpisodesPerTask: count,
+      noopRepeats,
+    };
     curve.push(point);
     log(
-      `eval v${version}: ${(point.success * 100).toFixed(1)}% ${JSON.stringify(perTask)} (no-op repeats ${(noopRepeats * 100).toFixed(0)}% of steps) after ${episodes} episodes, ${point.seconds.toFixed(0)}s`
+      `eval v${version}: greedy ${(point.success * 100).toFixed(1)}% ${JSON.stringify(greedy.perTask)}${sampled ? `, T=1 ${(sampled.success * 100).toFixed(1)}% ${JSON.stringify(sampled.perTask)}` : ''} (no-op repeats ${(noopRepeats * 100).toFixed(0)}% of greedy steps) after ${episodes} episodes, ${point.seconds.toFixed(0)}s`
     );
     return point;
   };
@@ -338,7 +341,7 @@ async function runLocalRlWithDefaultSpec(o: LocalRlOptions): Promise<LocalRlResu
       trajectories: [{ trajectoryId: r.trajectoryId, manifestKey: r.manifestKey, reward: 1, injectedFromPool: false }],
     }));
     const bc = await runBehaviourClone(
-      { store: o.store },
+      trainerDeps,
       {
         campaignId: o.campaignId,
         trainStep: ++trainStep,
@@ -452,7 +455,7 @@ async function runLocalRlWithDefaultSpec(o: LocalRlOptions): Promise<LocalRlResu
     let trained = false;
     if (batch.groups.length > 0) {
       const r = await runTrainStep(
-        { store: o.store },
+        trainerDeps,
         {
           campaignId: o.campaignId,
           trainStep: ++trainStep,

@@ -79,17 +79,156 @@ export async function runQuickstartCampaign(
   }
 }
 
-/** Learning curve of a campaign's evaluations: overall and per family, vs wall time or vs rollout episodes. */
-export function campaignCurveSvg(evals: readonly EvalPoint[], x: 'minutes' | 'episodes', title: string): string {
+/**
+ * The evaluation of the behaviour-cloned start (the RL start point): the first evaluation of a version
+ * newer than the first evaluated one, when the campaign had a BC warm start. Undefined without BC.
+ */
+export function bcStartEval(config: CampaignConfig, evals: readonly EvalPoint[]): EvalPoint | undefined {
+  if (config.policy.bcWarmStartEpisodes <= 0 || evals.length === 0) return undefined;
+  const first = evals[0]!.version;
+  return evals.find((e) => e.version > first);
+}
+
+/** What the summary prints and bench/quickstart.ts records: BC start, RL lift, episodes and time apart. */
+export interface QuickstartBreakdown {
+  bcStart: EvalPoint | null;
+  final: EvalPoint | null;
+  /** Greedy (and temperature-1) points the RL phase added, overall and per family (null without BC eval). */
+  liftPoints: { greedy: number; sampled: number | null; perFamily: Record<string, number> } | null;
+  rlEpisodes: number;
+  rlTrainSteps: number;
+  bcDemos: number;
+  evalEpisodes: number;
+  bcPhaseSeconds: number;
+  rlPhaseSeconds: number;
+  campaignSeconds: number;
+  /** The stop rule held: the last `targetConsecutiveEvals` evaluations met the target. */
+  targetMet: boolean;
+}
+
+export function quickstartBreakdown(config: CampaignConfig, result: CampaignResult): QuickstartBreakdown {
+  const evals = result.evals as EvalPoint[];
+  const bc = bcStartEval(config, evals) ?? null;
+  const final = (result.finalEval as EvalPoint | null) ?? null;
+  const lift =
+    bc && final
+      ? {
+          greedy: (final.successRate - bc.successRate) * 100,
+          sampled:
+            final.sampledSuccessRate !== undefined && bc.sampledSuccessRate !== undefined
+              ? (final.sampledSuccessRate - bc.sampledSuccessRate) * 100
+              : null,
+          perFamily: Object.fromEntries(
+            Object.entries(final.perFamily).map(([f, v]) => [f, (v - (bc.perFamily[f] ?? 0)) * 100])
+          ),
+        }
+      : null;
+  const target = config.campaign.targetSuccess;
+  const k = config.campaign.targetConsecutiveEvals;
+  const lastK = evals.slice(-k);
+  const targetMet =
+    target !== undefined &&
+    lastK.length === k &&
+    lastK.every(
+      (e) =>
+        e.successRate >= target &&
+        Object.values(e.perFamily).every((v) => v >= target) &&
+        Object.keys(e.perFamily).every(
+          (f) =>
+            (e.episodesPerFamily?.[f] ?? e.episodes / Math.max(1, Object.keys(e.perFamily).length)) >=
+            config.campaign.targetMinEpisodesPerFamily
+        )
+    );
+  const bcPhaseSeconds = bc ? bc.atMs / 1000 : 0;
+  return {
+    bcStart: bc,
+    final,
+    liftPoints: lift,
+    rlEpisodes: result.episodes,
+    rlTrainSteps: Math.max(0, result.trainSteps - (bc ? 1 : 0)),
+    bcDemos: config.policy.bcWarmStartEpisodes,
+    evalEpisodes: evals.reduce((a, e) => a + e.episodes + (e.sampledEpisodes ?? 0), 0),
+    bcPhaseSeconds,
+    rlPhaseSeconds: result.wallMs / 1000 - bcPhaseSeconds,
+    campaignSeconds: result.wallMs / 1000,
+    targetMet,
+  };
+}
+
+const pct = (v: number | undefined): string => (v === undefined ? 'n/a' : `${(v * 100).toFixed(0)}%`);
+const families = (p: Record<string, number> | undefined): string =>
+  p
+    ? Object.entries(p)
+        .map(([k, v]) => `${k} ${pct(v)}`)
+        .join(', ')
+    : '';
+/** "greedy 62% (click-target 100%, click-colour 25%) | T=1 27% (…)" */
+export function evalLine(e: EvalPoint): string {
+  const sampled =
+    e.sampledSuccessRate !== undefined
+      ? ` | temperature 1: ${pct(e.sampledSuccessRate)} (${families(e.sampledPerFamily)})`
+      : '';
+  return `greedy ${pct(e.successRate)} (${families(e.perFamily)})${sampled} [v${e.version}, ${e.episodesPerFamily ? Math.min(...Object.values(e.episodesPerFamily)) : Math.round(e.episodes / Math.max(1, Object.keys(e.perFamily).length))} episodes per family]`;
+}
+
+/** The summary's lines about learning (BC start, RL lift, episodes, time), as `npm start` prints them. */
+export function breakdownLines(config: CampaignConfig, b: QuickstartBreakdown): string[] {
+  const lines: string[] = [];
+  const signed = (v: number) => `${v >= 0 ? '+' : ''}${v.toFixed(0)}`;
+  lines.push(
+    `BC start:   ${b.bcStart ? evalLine(b.bcStart) : 'n/a (no behaviour-cloning warm start)'}${b.bcStart ? ` — ${b.bcDemos} oracle demos × ${config.policy.bcEpochs} epochs` : ''}`
+  );
+  lines.push(`after RL:   ${b.final ? evalLine(b.final) : 'n/a'}`);
+  if (b.liftPoints)
+    lines.push(
+      `RL lift:    ${signed(b.liftPoints.greedy)} points greedy (${Object.entries(b.liftPoints.perFamily)
+        .map(([f, v]) => `${f} ${signed(v)}`)
+        .join(
+          ', '
+        )})${b.liftPoints.sampled !== null ? `, ${signed(b.liftPoints.sampled)} points at temperature 1` : ''}`
+    );
+  const target = config.campaign.targetSuccess;
+  if (target !== undefined)
+    lines.push(
+      `stop rule:  ≥ ${pct(target)} greedy on every family in ${config.campaign.targetConsecutiveEvals} consecutive evaluations of ≥ ${config.campaign.targetMinEpisodesPerFamily} held-out episodes per family: ${b.targetMet ? 'met' : 'NOT met'}`
+    );
+  lines.push(
+    `episodes:   ${b.rlEpisodes} RL rollout episodes in ${b.rlTrainSteps} RL train steps; ${b.bcDemos} BC demos; ${b.evalEpisodes} evaluation episodes (greedy + temperature 1)`
+  );
+  lines.push(
+    `time:       BC warm start ${(b.bcPhaseSeconds / 60).toFixed(1)} min (demos, cloning, first evaluations), RL ${(b.rlPhaseSeconds / 60).toFixed(1)} min, campaign ${(b.campaignSeconds / 60).toFixed(1)} min`
+  );
+  return lines;
+}
+
+/**
+ * Learning curve of a campaign's evaluations: greedy overall and per family, temperature 1 overall, vs wall
+ * time or vs rollout episodes; a vertical grey line where RL starts (the BC start's evaluation).
+ */
+export function campaignCurveSvg(
+  evals: readonly EvalPoint[],
+  x: 'minutes' | 'episodes',
+  title: string,
+  rlStart?: EvalPoint
+): string {
   const xOf = (e: EvalPoint) => (x === 'minutes' ? e.atMs / 60_000 : e.atEpisodes);
   const families = [...new Set(evals.flatMap((e) => Object.keys(e.perFamily)))];
+  const sampled = (evals as EvalPoint[]).filter((e) => e.sampledSuccessRate !== undefined);
   return lineChartSvg(
     [
-      { name: 'held-out (all)', points: evals.map((e) => [xOf(e), e.successRate] as [number, number]) },
+      { name: 'held-out greedy (all)', points: evals.map((e) => [xOf(e), e.successRate] as [number, number]) },
       ...families.map((f) => ({
-        name: f,
+        name: `greedy ${f}`,
         points: evals.map((e) => [xOf(e), e.perFamily[f] ?? 0] as [number, number]),
       })),
+      ...(sampled.length
+        ? [
+            {
+              name: 'temperature 1 (all)',
+              points: sampled.map((e) => [xOf(e), e.sampledSuccessRate!] as [number, number]),
+            },
+          ]
+        : []),
     ],
     {
       title,
@@ -98,6 +237,7 @@ export function campaignCurveSvg(evals: readonly EvalPoint[], x: 'minutes' | 'ep
       yMin: 0,
       yMax: 1,
       hLines: [{ y: 0.9, label: '90% target' }],
+      vLines: rlStart ? [{ x: xOf(rlStart), label: `RL starts (BC start v${rlStart.version})`, color: '#888888' }] : [],
     }
   );
 }

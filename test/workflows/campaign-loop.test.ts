@@ -251,6 +251,18 @@ test('stop drains: nothing new starts, the served head is evaluated, then the ca
   assert.deepEqual(kinds(tick(s, { nowMs: 3, continueAsNewDue: false })), ['complete']);
 });
 
+test('campaign.maxMinutes: the campaign drains once it has run that long (workflow time), not before', () => {
+  const s = state({ campaign: { maxMinutes: 10 } });
+  assert.ok(groupsOf(tick(s, { nowMs: 9 * 60_000, continueAsNewDue: false })).length > 0);
+  assert.equal(s.phase, 'running');
+  assert.deepEqual(groupsOf(tick(s, { nowMs: 10 * 60_000, continueAsNewDue: false })), []);
+  assert.equal(s.phase, 'draining');
+  // Without a limit, time alone never stops a campaign.
+  const unlimited = state();
+  tick(unlimited, { nowMs: 1e12, continueAsNewDue: false });
+  assert.equal(unlimited.phase, 'running');
+});
+
 test('sync mode: a batch, a barrier, a train step, a rollout to every server, then the next batch', () => {
   const s = state({ campaign: { mode: 'sync' }, trainer: { minGroups: 1, maxGroups: 2 } });
   s.lastEvalVersion = 0;

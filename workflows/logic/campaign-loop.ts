@@ -144,7 +144,7 @@ function drainTick(s: CampaignState, ctx: TickContext): CampaignAction[] {
  */
 export function tick(s: CampaignState, ctx: TickContext): CampaignAction[] {
   if (s.phase === 'completed') return [{ kind: 'complete' }];
-  if (shouldStop(s) || s.phase === 'draining') return drainTick(s, ctx);
+  if (shouldStop(s, ctx.nowMs) || s.phase === 'draining') return drainTick(s, ctx);
   const actions: CampaignAction[] = [];
   const push = (a: CampaignAction | null) => {
     if (a) actions.push(a);

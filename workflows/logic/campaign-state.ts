@@ -542,15 +542,32 @@ export function simulatedTrainStepMs(c: CampaignConfig): number {
   return Math.round(c.trainer.simulatedStepSeconds * c.env.simulatedTimeScale * 1000);
 }
 
-export function shouldStop(s: CampaignState): boolean {
+/**
+ * Whether one evaluation meets the target: overall and on every task family (not just on average), over at
+ * least `minEpisodesPerFamily` greedy episodes per family (per-family counts when the point has them,
+ * otherwise its episodes split evenly over its families).
+ */
+export function evalMeetsTarget(p: EvalPoint, target: number, minEpisodesPerFamily = 0): boolean {
+  const families = Object.keys(p.perFamily);
+  const counts = p.episodesPerFamily;
+  const enough = families.every(
+    (f) => (counts?.[f] ?? p.episodes / Math.max(1, families.length)) >= minEpisodesPerFamily
+  );
+  return enough && p.successRate >= target && families.every((f) => p.perFamily[f]! >= target);
+}
+
+/** `nowMs`: workflow time (deterministic), for campaign.maxMinutes. */
+export function shouldStop(s: CampaignState, nowMs?: number): boolean {
   const c = s.config.campaign;
   if (s.stopRequested) return true;
   if (s.trainSteps >= c.maxTrainSteps || s.episodes >= c.maxEpisodes) return true;
-  const last = s.evals.at(-1);
-  if (c.targetSuccess === undefined || last === undefined) return false;
-  // The target holds for every task family, not just on average.
-  const families = Object.values(last.perFamily);
-  return last.successRate >= c.targetSuccess && families.every((v) => v >= c.targetSuccess!);
+  if (c.maxMinutes !== undefined && nowMs !== undefined && nowMs - s.startedAtMs >= c.maxMinutes * 60_000) return true;
+  if (c.targetSuccess === undefined) return false;
+  // The last `targetConsecutiveEvals` evaluations (1 unless configured) all meet the target.
+  const k = c.targetConsecutiveEvals ?? 1;
+  const lastK = s.evals.slice(-k);
+  if (lastK.length < k) return false;
+  return lastK.every((p) => evalMeetsTarget(p, c.targetSuccess!, c.targetMinEpisodesPerFamily ?? 0));
 }
 
 export function campaignStatus(s: CampaignState): CampaignStatus {

@@ -50,6 +50,11 @@ const EvalPointSchema = z.object({
   atEpisodes: int.min(0),
   atMs: z.number(),
   perFamily: z.record(z.string(), z.number()),
+  // Temperature-1 evaluation next to the greedy one (issue 14.6) and greedy episodes per family; optional.
+  sampledSuccessRate: z.number().optional(),
+  sampledPerFamily: z.record(z.string(), z.number()).optional(),
+  sampledEpisodes: int.min(0).optional(),
+  episodesPerFamily: z.record(z.string(), int.min(0)).optional(),
 });
 
 const ChildRefShape = { workflowId: z.string().min(1), startedAtMs: z.number(), run: int.min(0) };
