@@ -46,7 +46,9 @@ campaigns
   eval ID --suite S [--episodes 20] [--version N]`;
 
 function fmtStatus(s: CampaignStatus): string {
-  const ev = s.lastEval ? `${(s.lastEval.successRate * 100).toFixed(1)}% @v${s.lastEval.version}` : '—';
+  const e = s.lastEval;
+  const sampled = e?.sampledSuccessRate !== undefined ? ` (T=1 ${(e.sampledSuccessRate * 100).toFixed(1)}%)` : '';
+  const ev = e ? `${(e.successRate * 100).toFixed(1)}%${sampled} @v${e.version}` : '—';
   return `${s.campaignId} [${s.phase}] v${s.policyVersion} | episodes ${s.episodes} | train steps ${s.trainSteps} | rollout success ${(s.recentSuccessRate * 100).toFixed(1)}% | held-out ${ev} | in flight ${s.episodesInFlight} eps / ${s.groupsInFlight} groups | buffered ${s.bufferedGroups} | infra failures ${s.infraFailures}`;
 }
 
@@ -249,10 +251,16 @@ async function precollectOrEval(cmd: 'precollect' | 'eval', args: string[]): Pro
           },
         ],
       });
+      const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
       console.log(
-        `held-out success ${(point.successRate * 100).toFixed(1)}% over ${point.episodes} episodes`,
+        `held-out success, greedy: ${pct(point.successRate)} over ${point.episodes} episodes`,
         point.perFamily
       );
+      if (point.sampledSuccessRate !== undefined)
+        console.log(
+          `held-out success, temperature 1: ${pct(point.sampledSuccessRate)} over ${point.sampledEpisodes ?? 0} episodes`,
+          point.sampledPerFamily ?? {}
+        );
     }
   } finally {
     await client.close();
