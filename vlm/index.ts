@@ -32,6 +32,10 @@ export {
 export {
   createUiTarsPolicy,
   uiTarsPolicyFactory,
+  uiTarsContextSettings,
+  screenshotAsSent,
+  coordSpaceOf,
+  type UiTarsContextSettings,
   versionFromModelName,
   type UiTarsPolicyOptions,
   type UiTarsDecision,
@@ -39,3 +43,9 @@ export {
 export { parseUiTarsOptions, UiTarsOptionsError, UiTarsOptionsSchema, type UiTarsOptionsInput } from './policy-options';
 export { smartResizePng, resizeRgba, type ResizedScreenshot } from './screenshot';
 export { promptRecordObject, PromptRecordSchema, type PromptRecord, type PromptRecordObject } from './prompt-record';
+export {
+  createUiTarsOraclePolicy,
+  uiTarsOraclePolicyFactory,
+  UITARS_ORACLE_SERVER,
+  type UiTarsOracleOptions,
+} from './uitars-oracle-policy';

@@ -33,7 +33,7 @@ import type { CanonicalAction } from '../schemas/actions';
 import { sharedRouter } from '../rollout/vllm/router';
 import { chatCompletion, ChatCompletionError, type ChatClientOptions } from './chat-client';
 import { summarizeLogprobs, tokenIdsOf } from './logprobs';
-import { parseUiTarsOptions, UiTarsOptionsError } from './policy-options';
+import { parseUiTarsOptions, UiTarsOptionsError, type UiTarsOptionsInput } from './policy-options';
 import { buildMessages, DART_CONTEXT_LIMITS, type ContextLimits, type PromptOptions, type VlmTurn } from './prompt';
 import { promptRecordObject } from './prompt-record';
 import { smartResizePng } from './screenshot';
@@ -64,6 +64,30 @@ export function versionFromModelName(model: string, fallback = 0): number {
   return m ? Number(m[1]) : fallback;
 }
 
+/**
+ * The screenshot as the model receives it and the size its pixels are in: smart-resized on the client
+ * (default), or the original PNG with the size the server's processor will resize it to.
+ */
+export function screenshotAsSent(
+  obs: { png: Uint8Array; width: number; height: number },
+  resize: SmartResizeOptions,
+  resizeScreenshots: boolean | undefined
+): { png: Buffer; seen: { width: number; height: number } } {
+  if (resizeScreenshots !== false) {
+    const r = smartResizePng(obs.png, resize);
+    return { png: r.png, seen: { width: r.width, height: r.height } };
+  }
+  return {
+    png: Buffer.from(obs.png.buffer, obs.png.byteOffset, obs.png.byteLength),
+    seen: smartResize(obs.height, obs.width, resize),
+  };
+}
+
+/** The coordinate convention of a model's answers: 0–1000 (`ui-tars`) or pixels of the image it saw. */
+export function coordSpaceOf(coordModel: UiTarsModel | undefined, seen: { width: number; height: number }): CoordSpace {
+  return coordModel === 'ui-tars' ? { kind: 'relative1000' } : { kind: 'absolute', ...seen };
+}
+
 export function createUiTarsPolicy(opts: UiTarsPolicyOptions): EpisodePolicy {
   const turns: VlmTurn[] = [];
   let instruction: string | undefined;
@@ -75,15 +99,7 @@ export function createUiTarsPolicy(opts: UiTarsPolicyOptions): EpisodePolicy {
   return {
     async act(obs, { seed, temperature }): Promise<PolicyDecision> {
       instruction ??= obs.instruction;
-      const screen = { width: obs.width, height: obs.height };
-      let png = Buffer.from(obs.png.buffer, obs.png.byteOffset, obs.png.byteLength);
-      // The model's pixels are pixels of the image it saw: with client-side resizing, that image's size.
-      let seen = smartResize(screen.height, screen.width, resize);
-      if (opts.resizeScreenshots !== false) {
-        const r = smartResizePng(obs.png, resize);
-        png = r.png;
-        seen = { width: r.width, height: r.height };
-      }
+      const { png, seen } = screenshotAsSent(obs, resize, opts.resizeScreenshots);
       turns.push({ pngBase64: png.toString('base64') });
       const messages = buildMessages(instruction, turns, opts.limits ?? DART_CONTEXT_LIMITS, opts.prompt);
       // Serialized before the call: the record is the request's messages, whatever happens to `turns` later.
@@ -115,13 +131,45 @@ export function createUiTarsPolicy(opts: UiTarsPolicyOptions): EpisodePolicy {
         ...(responseTokenIds ? { responseTokenIds } : {}),
         prompt,
       };
-      const space: CoordSpace =
-        opts.coordModel === 'ui-tars' ? { kind: 'relative1000' } : { kind: 'absolute', ...seen };
+      const space = coordSpaceOf(opts.coordModel, seen);
       const parsed = parseUiTarsResponse(result.text, space);
       if (!parsed.ok) return { ...base, action: null, parseError: `${parsed.error.code}: ${parsed.error.message}` };
       const decision: UiTarsDecision = { ...base, action: parsed.action, actions: parsed.canonicalActions };
       return decision;
     },
+  };
+}
+
+const defined = <T extends object>(x: T): Partial<T> =>
+  Object.fromEntries(Object.entries(x).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+/** What decides the prompt and the coordinates: the same for the UI-TARS policy and its demonstrations. */
+export type UiTarsContextSettings = Pick<
+  UiTarsPolicyOptions,
+  'resize' | 'limits' | 'prompt' | 'coordModel' | 'resizeScreenshots'
+>;
+
+/** The episode's options over the worker's defaults (vlm/policy-options.ts validated `o`). */
+export function uiTarsContextSettings(
+  o: UiTarsOptionsInput,
+  defaults: Partial<UiTarsPolicyOptions>
+): UiTarsContextSettings {
+  return {
+    resize: { ...defaults.resize, ...defined({ minPixels: o.minPixels, maxPixels: o.maxPixels }) },
+    limits: {
+      ...DART_CONTEXT_LIMITS,
+      ...defaults.limits,
+      ...defined({ maxImages: o.maxImages, maxTexts: o.maxTexts }),
+    },
+    prompt: {
+      ...defaults.prompt,
+      ...defined({ language: o.language, callUser: o.callUser }),
+      ...(o.password !== undefined ? { password: o.password } : {}),
+    },
+    ...defined({
+      coordModel: o.coordModel ?? defaults.coordModel,
+      resizeScreenshots: o.resizeScreenshots ?? defaults.resizeScreenshots,
+    }),
   };
 }
 
@@ -140,29 +188,12 @@ export function uiTarsPolicyFactory(defaults: Partial<UiTarsPolicyOptions> = {})
     if (baseUrls.length === 0) {
       throw new UiTarsOptionsError('policy.endpoints: empty; give the OpenAI-compatible base URLs (…/v1)');
     }
-    const defined = <T extends object>(x: T): Partial<T> =>
-      Object.fromEntries(Object.entries(x).filter(([, v]) => v !== undefined)) as Partial<T>;
-    const resize = { ...defaults.resize, ...defined({ minPixels: o.minPixels, maxPixels: o.maxPixels }) };
-    const limits = {
-      ...DART_CONTEXT_LIMITS,
-      ...defaults.limits,
-      ...defined({ maxImages: o.maxImages, maxTexts: o.maxTexts }),
-    };
-    const prompt = {
-      ...defaults.prompt,
-      ...defined({ language: o.language, callUser: o.callUser }),
-      ...(o.password !== undefined ? { password: o.password } : {}),
-    };
     return createUiTarsPolicy({
       ...defaults,
       model,
       baseUrls,
-      resize,
-      limits,
-      prompt,
+      ...uiTarsContextSettings(o, defaults),
       ...defined({
-        coordModel: o.coordModel,
-        resizeScreenshots: o.resizeScreenshots,
         topLogprobs: o.topLogprobs,
         maxTokens: o.maxTokens,
         timeoutMs: o.timeoutMs,

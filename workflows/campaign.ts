@@ -644,7 +644,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   }
 
   // ---- behaviour-cloning warm start (DART starts RL from an SFT model) ---------------------------------
-  /** Oracle demonstrations on train seeds through the env workers, then one behaviourClone step. */
+  /** Oracle demonstrations on train seeds through the env workers (UI-TARS turns for a VLM), then one behaviourClone step. */
   async function warmStart(): Promise<void> {
     const want = s.config.policy.bcWarmStartEpisodes;
     const perGroup = 8;
@@ -672,7 +672,12 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
                   seed: task.trainSeeds.from + ((i * 104729) % Math.max(1, span)),
                   n: perGroup,
                   maxSteps: task.maxSteps,
-                  policy: { kind: 'oracle', endpoints: [], temperature: 1 },
+                  // A VLM learns from UI-TARS turns with their prompt records (vlm/uitars-oracle-policy.ts);
+                  // only the child's input changes, so replay needs no patch.
+                  policy:
+                    s.config.policy.kind === 'vlm'
+                      ? { kind: 'uitars-oracle', endpoints: [], temperature: 1, options: policyOptions() }
+                      : { kind: 'oracle', endpoints: [], temperature: 1 },
                   experiencePool: false,
                   poolWanted: 0,
                   source: 'demo',

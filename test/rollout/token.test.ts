@@ -36,8 +36,8 @@ describe('policy token', () => {
     assert.equal(bearerMatches(undefined, t), false);
   });
 
-  it('rolloutPolicyFactories registers the embedded and uitars kinds', () => {
+  it('rolloutPolicyFactories registers the embedded, uitars and uitars-oracle kinds', () => {
     const f = rolloutPolicyFactories({ dataDir: tmp() });
-    assert.deepEqual(Object.keys(f).sort(), ['embedded', 'uitars']);
+    assert.deepEqual(Object.keys(f).sort(), ['embedded', 'uitars', 'uitars-oracle']);
   });
 });

@@ -31,6 +31,8 @@ export async function startPythonTrainer(o: {
   bucket: string;
   queue: string;
   extraArgs?: string[];
+  /** More environment (e.g. TEMPORAL_NAMESPACE of a scratch namespace). */
+  env?: NodeJS.ProcessEnv;
 }): Promise<PythonTrainer> {
   assert.ok(PYTHON, 'the VLM venv is not installed (bash infra/install-vlm.sh)');
   let out = '';
@@ -50,7 +52,7 @@ export async function startPythonTrainer(o: {
     {
       cwd: PROJECT_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, S3_BUCKET: o.bucket, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' },
+      env: { ...process.env, ...o.env, S3_BUCKET: o.bucket, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' },
     }
   );
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
