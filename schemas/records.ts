@@ -136,6 +136,33 @@ export const CheckpointManifestSchema = z.object({
 });
 export type CheckpointManifest = z.infer<typeof CheckpointManifestSchema>;
 
+/**
+ * One row per trained step sample of a train step (JSON Lines at `keys.trainSamples`, referenced by the
+ * ledger entry's `samples`): what the trainer did with each step of each consumed trajectory. Rows are
+ * the samples the step trained on (after the staleness bound), in batch order; floats are rounded to 6
+ * significant digits to keep the object small (a step has at most a few thousand samples).
+ */
+export const TrainSampleRecordSchema = z.object({
+  trajectoryId: z.string().min(1),
+  /** The step's index in its trajectory (StepRecord.step). */
+  step: z.number().int().nonnegative(),
+  /** Step-wise GRPO advantage (DART §4). */
+  advantage: finite,
+  /** Kept by the high-entropy step selection (always true when the selection is off). */
+  selected: z.boolean(),
+  /** Entropy under π_old (the weights the step started from): what the selection ranked. */
+  entropy: finite,
+  /** log π_old(a|s), recomputed just before the update. */
+  logpOld: finite,
+  /** log π_behaviour(a|s) as recorded at rollout; null when none was recorded (demonstrations). */
+  logpBehaviour: finite.nullable(),
+  /** The truncated importance weight the loss used: min(π_old / π_behaviour, C). */
+  isWeight: finite,
+  /** Versions between the step's policy and the train step's head (along the lineage). */
+  staleness: z.number().int().nonnegative(),
+});
+export type TrainSampleRecord = z.infer<typeof TrainSampleRecordSchema>;
+
 /** Per train step: exactly which trajectories it consumed, with staleness and IS statistics. */
 export const LedgerEntrySchema = z.object({
   schemaVersion: z.literal(1),
@@ -168,6 +195,11 @@ export const LedgerEntrySchema = z.object({
     )
     .optional(),
   isWeight: z.object({ mean: finite, min: finite, truncatedFraction: finite }),
+  /**
+   * The step's per-sample record (TrainSampleRecordSchema rows, JSON Lines): written by the attempt that
+   * trained the checkpoint before it claimed the version. Absent for behaviour cloning and older entries.
+   */
+  samples: ObjectRefSchema.extend({ rows: z.number().int().nonnegative() }).optional(),
   metrics: z.record(z.string(), finite).default({}),
   /** When the trainer started this step (createdAt is when it committed): trainer utilization. */
   startedAt: z.number().optional(),

@@ -36,6 +36,14 @@ export const keys = {
     `campaigns/${safeSegment(campaignId, 'campaignId')}/checkpoints/v${pad(version)}/optimizer.safetensors`,
   ledgerEntry: (campaignId: string, trainStep: number) =>
     `campaigns/${safeSegment(campaignId, 'campaignId')}/ledger/step-${pad(trainStep)}.json`,
+  /**
+   * A train step's per-sample record (schemas/records.ts TrainSampleRecordSchema), one per attempt (`attempt`
+   * is the tag of the attempt's checkpoint objects): the ledger entry names the one of the attempt whose
+   * checkpoint it commits. Outside ledger/, whose readers take every object there for a ledger entry.
+   */
+  trainSamples: (campaignId: string, trainStep: number, attempt: string) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/train-samples/step-${pad(trainStep)}-${safeSegment(attempt, 'attempt')}.jsonl`,
+  trainSamplesPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/train-samples/`,
   ledgerPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/ledger/`,
   poolEntry: (campaignId: string, taskId: string, trajectoryId: string) =>
     `campaigns/${safeSegment(campaignId, 'campaignId')}/pool/${safeSegment(taskId, 'taskId')}/${safeSegment(trajectoryId, 'trajectoryId')}.json`,

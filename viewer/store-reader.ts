@@ -7,13 +7,17 @@
 import { z } from 'zod';
 import { DiscardRecordSchema, type DiscardRecord } from '../schemas/discards';
 import {
+  CheckpointManifestSchema,
   LedgerEntrySchema,
   StepRecordSchema,
+  TrainSampleRecordSchema,
   TrajectoryManifestSchema,
   type LedgerEntry,
   type StepRecord,
+  type TrainSampleRecord,
   type TrajectoryManifest,
 } from '../schemas/records';
+import { ObjectNotFoundError } from '../storage/errors';
 import type { EvalPoint } from '../schemas/campaign';
 import { keys } from '../storage/keys';
 import type { ObjectStore } from '../storage/object-store';
@@ -198,4 +202,114 @@ export async function groupTrajectoryIds(store: ObjectStore, campaignId: string,
   const ids = await listChildren(store, keys.trajectoryPrefix(campaignId), { limit: 256, startsWith: `${groupId}-e` });
   const episode = (id: string) => Number(id.slice(groupId.length + 2));
   return ids.filter((id) => /^\d+$/.test(id.slice(groupId.length + 2))).sort((a, b) => episode(a) - episode(b));
+}
+
+/**
+ * How many checkpoint versions after a trajectory's newest policy version are searched for the train step
+ * that consumed it. A step trains data of its head and the head's ancestors within maxStaleness (a few
+ * versions), and every version it writes is numbered above the data's: the consumer is among the next
+ * versions, unless the trajectory came back much later from the experience pool.
+ */
+export const CONSUMER_WINDOW = 12;
+const CONSUMER_BATCH = 4;
+
+/** One train step that consumed a trajectory, and what it did with each of the trajectory's steps. */
+export interface Consumption {
+  entry: LedgerEntry;
+  injectedFromPool: boolean;
+  /** step index → the step's sample record; empty when the entry names no record (older entries, BC). */
+  samples: Map<number, TrainSampleRecord>;
+  /** Why the per-sample record could not be read, when it could not. */
+  samplesError?: string;
+}
+
+export interface TrainingOfTrajectory {
+  consumers: Consumption[];
+  /** The versions searched (after the trajectory's own), for the page's "not trained" note. */
+  searched: { from: number; to: number };
+  /** Checkpoint manifests or ledger entries in the window that could not be read. */
+  unreadable: Unreadable[];
+}
+
+const LedgerKeyOnly = z.object({ ledgerKey: z.string().optional() });
+
+/** The ledger key of version `v` (embedded policy `manifest.json`, else VLM `hf.json`); null if neither exists. */
+async function ledgerKeyOfVersion(
+  store: ObjectStore,
+  campaignId: string,
+  v: number
+): Promise<string | undefined | null> {
+  try {
+    return (await store.getJson(keys.checkpointManifest(campaignId, v), CheckpointManifestSchema)).ledgerKey;
+  } catch (err) {
+    if (!(err instanceof ObjectNotFoundError)) throw err;
+  }
+  try {
+    return (await store.getJson(keys.hfCheckpointManifest(campaignId, v), LedgerKeyOnly)).ledgerKey;
+  } catch (err) {
+    if (err instanceof ObjectNotFoundError) return null;
+    throw err;
+  }
+}
+
+/**
+ * The train steps that consumed a trajectory, without reading the whole ledger: the checkpoint versions
+ * after the trajectory's newest policy version (CONSUMER_WINDOW of them, a few at a time, stopping at the
+ * first that does not exist or after the first batch with a consumer) name their ledger entries, and the
+ * entries that list the trajectory name their per-sample records, which give each step's advantage,
+ * selection and importance weight.
+ */
+export async function trainingOf(
+  store: ObjectStore,
+  campaignId: string,
+  manifest: TrajectoryManifest
+): Promise<TrainingOfTrajectory> {
+  const from = manifest.maxPolicyVersion + 1;
+  const consumers: Consumption[] = [];
+  const unreadable: Unreadable[] = [];
+  let to = from - 1;
+  for (let start = from; start < from + CONSUMER_WINDOW && consumers.length === 0; start += CONSUMER_BATCH) {
+    const versions = Array.from({ length: CONSUMER_BATCH }, (_, i) => start + i);
+    const found = await Promise.all(
+      versions.map(async (v) => {
+        try {
+          const ledgerKey = await ledgerKeyOfVersion(store, campaignId, v);
+          if (ledgerKey === null) return { v, exists: false as const };
+          if (!ledgerKey) return { v, exists: true as const };
+          return { v, exists: true as const, entry: await store.getJson(ledgerKey, LedgerEntrySchema) };
+        } catch (err) {
+          unreadable.push({ key: `checkpoint v${v}`, message: toViewerError(err, 'train step record').detail });
+          return { v, exists: true as const };
+        }
+      })
+    );
+    let ended = false;
+    for (const f of found) {
+      if (!f.exists) {
+        ended = true;
+        break;
+      }
+      to = f.v;
+      const c = f.entry?.consumed.find((x) => x.trajectoryId === manifest.trajectoryId);
+      if (f.entry && c) consumers.push({ entry: f.entry, injectedFromPool: c.injectedFromPool, samples: new Map() });
+    }
+    if (ended) break;
+  }
+  await Promise.all(
+    consumers.map(async (c) => {
+      const ref = c.entry.samples;
+      if (!ref) return;
+      try {
+        for (const row of await store.getJsonLines(ref.key, TrainSampleRecordSchema, ref.sha256))
+          if (row.trajectoryId === manifest.trajectoryId) c.samples.set(row.step, row);
+      } catch (err) {
+        c.samplesError = `${ref.key}: ${toViewerError(err, 'per-sample record').detail}`;
+      }
+    })
+  );
+  return {
+    consumers: consumers.sort((a, b) => a.entry.trainStep - b.entry.trainStep),
+    searched: { from, to },
+    unreadable,
+  };
 }

@@ -9,14 +9,27 @@
  *    parent, and one version number never names two sets of weights.
  * 2. The commit record: the ledger entry, written with a conditional PUT. The attempt whose PUT is refused
  *    returns the entry that won (same version, same checkpoint).
+ *
+ * The per-sample record (advantage, selection, IS weight per trained step sample) is written by every
+ * attempt before it claims a version, under a key tagged like its checkpoint objects. The ledger entry
+ * names (key + sha256) the record of the attempt whose checkpoint it commits, whichever attempt writes the
+ * entry; an attempt whose record the committed entry does not name removes it. So the record a ledger
+ * entry names always describes the training that produced its checkpoint and metrics.
  */
 import { randomBytes } from 'node:crypto';
 import type { AdamState } from '../../algorithms';
 import type { PolicySpec } from '../../policy/spec';
 import type { PolicyWeights } from '../../policy/weights';
-import { LedgerEntrySchema, type CheckpointManifest, type LedgerEntry } from '../../schemas/records';
+import {
+  LedgerEntrySchema,
+  TrainSampleRecordSchema,
+  type CheckpointManifest,
+  type LedgerEntry,
+  type TrainSampleRecord,
+} from '../../schemas/records';
+import { CorruptObjectError, ObjectNotFoundError } from '../../storage/errors';
 import { keys } from '../../storage/keys';
-import type { ObjectStore } from '../../storage/object-store';
+import { sha256Hex, type ObjectStore } from '../../storage/object-store';
 import { claimCheckpointVersion, listCheckpoints, removeCheckpoint } from './checkpoints';
 import type { SkippedGroup } from './samples';
 import type { TrainGroupRef, TrainStepResult } from './types';
@@ -51,6 +64,8 @@ export interface StepOutcome {
   /** Groups left out because their objects are gone or corrupt: recorded, never counted as consumed. */
   skipped?: readonly SkippedGroup[];
   isWeight: LedgerEntry['isWeight'];
+  /** One row per trained step sample (written before the version claim); absent for behaviour cloning. */
+  samples?: readonly TrainSampleRecord[];
   /** When the step started (ledger: trainer utilization). */
   startedAt?: number;
 }
@@ -122,7 +137,47 @@ async function settleVersion(
   throw new VersionClaimError(o.campaignId, o.trainStep);
 }
 
-function ledgerEntryFor(o: StepOutcome, checkpoint: CheckpointManifest): LedgerEntry {
+type SamplesRef = NonNullable<LedgerEntry['samples']>;
+
+/** The attempt tag of a checkpoint claimed by a train step (`weights.<attempt>.safetensors`), if any. */
+export function checkpointAttempt(checkpoint: CheckpointManifest): string | undefined {
+  return /\/weights\.([A-Za-z0-9-]{1,64})\.safetensors$/.exec(checkpoint.weights.key)?.[1];
+}
+
+/**
+ * The per-sample record of the attempt that trained `checkpoint`: this attempt's own, or (adopting another
+ * attempt's checkpoint) the one that attempt wrote before its claim. Undefined when there is none (a
+ * checkpoint written without an attempt tag, or by a trainer that writes no record).
+ */
+async function samplesOfCheckpoint(
+  store: ObjectStore,
+  o: StepOutcome,
+  checkpoint: CheckpointManifest,
+  attempt: string,
+  own: SamplesRef | undefined
+): Promise<SamplesRef | undefined> {
+  const tag = checkpointAttempt(checkpoint);
+  if (!tag) return undefined;
+  if (tag === attempt) return own;
+  const key = keys.trainSamples(o.campaignId, o.trainStep, tag);
+  try {
+    const bytes = await store.getBytes(key);
+    const text = bytes.toString('utf8');
+    return {
+      bucket: store.bucket,
+      key,
+      sha256: sha256Hex(bytes),
+      bytes: bytes.length,
+      rows: text.length === 0 ? 0 : text.split('\n').length,
+    };
+  } catch (err) {
+    // Gone or damaged: the entry is committed without a record rather than the step failing on it.
+    if (err instanceof ObjectNotFoundError || err instanceof CorruptObjectError) return undefined;
+    throw err;
+  }
+}
+
+function ledgerEntryFor(o: StepOutcome, checkpoint: CheckpointManifest, samples?: SamplesRef): LedgerEntry {
   const skippedIds = new Set(o.skipped?.map((k) => k.groupId));
   return {
     schemaVersion: 1,
@@ -146,6 +201,7 @@ function ledgerEntryFor(o: StepOutcome, checkpoint: CheckpointManifest): LedgerE
       ),
     ...(o.skipped?.length ? { skipped: o.skipped.map((k) => ({ ...k })) } : {}),
     isWeight: o.isWeight,
+    ...(samples ? { samples } : {}),
     // The checkpoint's metrics, not this attempt's: an attempt that adopts another's checkpoint reports
     // what that checkpoint was trained with.
     metrics: checkpoint.metrics,
@@ -160,10 +216,27 @@ export async function commitTrainStep(store: ObjectStore, o: StepOutcome): Promi
   if (committed) return committed;
   const ledgerKey = keys.ledgerEntry(o.campaignId, o.trainStep);
   const attempt = randomBytes(6).toString('hex');
+  // Before the claim: once a manifest names this attempt's weights, its record exists for whoever commits.
+  const own: SamplesRef | undefined = o.samples
+    ? {
+        ...(await store.putJsonLines(
+          keys.trainSamples(o.campaignId, o.trainStep, attempt),
+          [...o.samples],
+          TrainSampleRecordSchema
+        )),
+        rows: o.samples.length,
+      }
+    : undefined;
+  // An attempt's record the committed entry does not name describes training nobody kept: removed.
+  const dropOwnUnless = async (named: SamplesRef | undefined) => {
+    if (own && named?.key !== own.key) await store.remove(own.key);
+  };
   const { manifest, claimedHere } = await settleVersion(store, o, ledgerKey, attempt);
-  const entry = ledgerEntryFor(o, manifest);
-  if ((await store.putJsonIfAbsent(ledgerKey, entry, LedgerEntrySchema)).written)
+  const entry = ledgerEntryFor(o, manifest, await samplesOfCheckpoint(store, o, manifest, attempt, own));
+  if ((await store.putJsonIfAbsent(ledgerKey, entry, LedgerEntrySchema)).written) {
+    await dropOwnUnless(entry.samples);
     return resultOf(entry, ledgerKey, !claimedHere);
+  }
   // Another attempt wrote the entry first. If it points at the version claimed here (it adopted this
   // attempt's checkpoint), this attempt's training still produced the result: not reused.
   const winner = await store.getJson(ledgerKey, LedgerEntrySchema);
@@ -171,5 +244,6 @@ export async function commitTrainStep(store: ObjectStore, o: StepOutcome): Promi
   // Only reachable when versions have gaps (a manifest deleted by hand): the entry that won points at
   // another checkpoint, so the one claimed here is a divergent child nothing may mistake for the output.
   if (claimedHere && !ownCheckpointWon) await removeCheckpoint(store, manifest);
+  await dropOwnUnless(winner.samples);
   return resultOf(winner, ledgerKey, !ownCheckpointWon);
 }

@@ -191,6 +191,9 @@ async function holdUntil(startedAt: number, minMs: number, heartbeat: (d: unknow
   return waited;
 }
 
+/** A per-sample record value rounded to 6 significant digits (compact JSON, same bytes on every run). */
+const compact = (x: number): number => Number(x.toPrecision(6));
+
 /** log π(a_i|s_i) and H_i of every sample under `weights`, in chunks (`onChunk` after each: heartbeats). */
 async function actionLogProbs(
   session: PolicyTrainSession,
@@ -322,9 +325,8 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
         heartbeat({ phase: 'training', trainStep: input.trainStep, epoch, minibatch: updates });
       }
     }
-    const isStats = isWeightStats(
-      samples.map((s, i) => truncatedIsWeight(old.logp[i]!, s.behaviourLogProb, cfg.tisCap))
-    );
+    const isWeights = samples.map((s, i) => truncatedIsWeight(old.logp[i]!, s.behaviourLogProb, cfg.tisCap));
+    const isStats = isWeightStats(isWeights);
     const weightTotal = Math.max(1, totalSelected * cfg.epochs);
     const metrics: Record<string, number> = {
       ...Object.fromEntries(
@@ -360,6 +362,18 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
       staleness: (v: number) => stalenessOf(input, v),
       skipped: loaded.skippedGroups,
       isWeight: { mean: isStats.mean, min: isStats.min, truncatedFraction: isStats.truncatedFraction },
+      samples: samples.map((s, i) => ({
+        trajectoryId: s.trajectoryId,
+        step: s.step,
+        advantage: compact(adv[i]!),
+        selected: selection[i] === 1,
+        entropy: compact(old.entropy[i]!),
+        logpOld: compact(old.logp[i]!),
+        logpBehaviour: s.behaviourLogProb === null ? null : compact(s.behaviourLogProb),
+        // The weight the loss multiplied in: 1 when truncated IS is off (algorithms/loss.ts).
+        isWeight: cfg.useTis ? compact(isWeights[i]!.weight) : 1,
+        staleness: stalenessOf(input, s.policyVersion),
+      })),
       startedAt: started,
     });
   } catch (err) {

@@ -7,10 +7,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ensureInitialCheckpoint, listCheckpoints, loadCheckpoint } from '../../activities/trainer/checkpoints';
+import { checkpointAttempt } from '../../activities/trainer/commit';
 import { runBehaviourClone, runTrainStep, specForWidth, type TrainerDeps } from '../../activities/trainer/train-step';
 import type { TrainGroupRef, TrainStepInput, TrainStepResult } from '../../activities/trainer/types';
 import { parseCampaignConfig } from '../../config/load';
-import { CheckpointManifestSchema, LedgerEntrySchema } from '../../schemas/records';
+import { CheckpointManifestSchema, LedgerEntrySchema, TrainSampleRecordSchema } from '../../schemas/records';
 import { keys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
 import { freshBucket } from '../helpers/infra';
@@ -131,6 +132,20 @@ async function assertSingleCommit(campaignId: string, results: TrainStepResult[]
     [],
     'no orphan checkpoint objects'
   );
+
+  // The per-sample record: only the one the ledger entry names is left, written by the attempt whose
+  // checkpoint was committed, and it agrees with the committed metrics.
+  const records = await store.list(keys.trainSamplesPrefix(campaignId));
+  if (!ledger.samples) {
+    assert.deepEqual(records, [], 'no per-sample record without a reference (behaviour cloning writes none)');
+    return;
+  }
+  assert.deepEqual(records, [ledger.samples.key], 'the losing attempt removed its per-sample record');
+  assert.equal(ledger.samples.key, keys.trainSamples(campaignId, 1, checkpointAttempt(child)!));
+  const rows = await store.getJsonLines(ledger.samples.key, TrainSampleRecordSchema, ledger.samples.sha256);
+  assert.equal(rows.length, ledger.samples.rows);
+  assert.equal(rows.length, ledger.metrics.samples);
+  assert.equal(rows.filter((r) => r.selected).length / rows.length, ledger.metrics.selectedFraction);
 }
 
 test('conditional write on the real MinIO: of concurrent writers of one key exactly one wins', async () => {

@@ -10,9 +10,10 @@ import {
 import { runTrainStep, specForWidth } from '../../activities/trainer/train-step';
 import type { TrainStepInput } from '../../activities/trainer/types';
 import { parseCampaignConfig } from '../../config/load';
-import { LedgerEntrySchema } from '../../schemas/records';
+import { checkpointAttempt } from '../../activities/trainer/commit';
+import { LedgerEntrySchema, TrainSampleRecordSchema } from '../../schemas/records';
 import { keys } from '../../storage/keys';
-import type { ObjectStore } from '../../storage/object-store';
+import { sha256Hex, type ObjectStore } from '../../storage/object-store';
 import { freshBucket } from '../helpers/infra';
 import { writeSyntheticGroups } from './fixtures';
 
@@ -91,10 +92,48 @@ test('a train step writes a new checkpoint (parent, sha256, metrics) and a ledge
   assert.equal(new Set(ledger.consumed.map((c) => c.trajectoryId)).size, 48, 'each trajectory at most once');
   assert.equal(ledger.toVersion, 1);
 
+  // The per-sample record: named by the ledger entry with its sha256, one row per trained step sample,
+  // its selected fraction the step's metric, IS weights within the cap.
+  assert.ok(ledger.samples, 'the ledger entry names its per-sample record');
+  assert.equal(ledger.samples.key, keys.trainSamples(campaignId, 1, checkpointAttempt(v1.manifest)!));
+  const bytes = await store.getBytes(ledger.samples.key);
+  assert.equal(sha256Hex(bytes), ledger.samples.sha256);
+  assert.equal(bytes.length, ledger.samples.bytes);
+  const rows = await store.getJsonLines(ledger.samples.key, TrainSampleRecordSchema, ledger.samples.sha256);
+  assert.equal(rows.length, ledger.samples.rows);
+  assert.equal(rows.length, result.metrics.samples);
+  assert.equal(rows.length, 48, 'one row per step sample (one-step episodes)');
+  assert.deepEqual(
+    new Set(rows.map((r) => r.trajectoryId)),
+    new Set(ledger.consumed.map((c) => c.trajectoryId)),
+    'the rows cover exactly the consumed trajectories'
+  );
+  assert.equal(rows.filter((r) => r.selected).length / rows.length, result.metrics.selectedFraction);
+  for (const r of rows) {
+    assert.ok(r.isWeight > 0 && r.isWeight <= trainerCfg.tisCap, `IS weight ${r.isWeight} within (0, C]`);
+    assert.equal(r.staleness, 0);
+    assert.notEqual(r.logpBehaviour, null);
+  }
+  const meanIs = rows.reduce((a, r) => a + r.isWeight, 0) / rows.length;
+  assert.ok(Math.abs(meanIs - result.metrics.isWeightMean!) < 1e-4, `mean IS weight ${meanIs}`);
+  // Advantages of a group are centred: they sum to ~0 per group.
+  const byGroup = new Map<string, number>();
+  for (const r of rows) {
+    const g = ledger.consumed.find((c) => c.trajectoryId === r.trajectoryId)!.groupId;
+    byGroup.set(g, (byGroup.get(g) ?? 0) + r.advantage);
+  }
+  for (const [g, sum] of byGroup) assert.ok(Math.abs(sum) < 1e-3, `group ${g} advantages sum to ${sum}`);
+
   const again = await runTrainStep({ store }, input(campaignId, 1, 0, groups));
   assert.equal(again.version, 1);
   assert.equal(again.reused, true);
   assert.equal((await listCheckpoints(store, campaignId)).length, 2, 'no divergent second version');
+  assert.deepEqual(
+    (await store.getJson(keys.ledgerEntry(campaignId, 1), LedgerEntrySchema)).samples,
+    ledger.samples,
+    'a retry names the same record'
+  );
+  assert.deepEqual(await store.list(keys.trainSamplesPrefix(campaignId)), [ledger.samples.key], 'and writes no other');
 });
 
 test('a crash between checkpoint and ledger write is completed on retry, not trained twice', async () => {
@@ -115,6 +154,13 @@ test('a crash between checkpoint and ledger write is completed on retry, not tra
   assert.equal(retried.reused, true);
   assert.ok(await store.exists(keys.ledgerEntry(campaignId, 1)));
   assert.equal((await listCheckpoints(store, campaignId)).length, 2);
+  // The completed entry names the record of the attempt that trained v1 (not the retry's, which is gone).
+  const completed = await store.getJson(keys.ledgerEntry(campaignId, 1), LedgerEntrySchema);
+  const v1 = (await listCheckpoints(store, campaignId))[1]!;
+  assert.equal(completed.samples?.key, keys.trainSamples(campaignId, 1, checkpointAttempt(v1)!));
+  assert.deepEqual(await store.list(keys.trainSamplesPrefix(campaignId)), [completed.samples!.key]);
+  const rows = await store.getJsonLines(completed.samples!.key, TrainSampleRecordSchema, completed.samples!.sha256);
+  assert.equal(rows.filter((r) => r.selected).length / rows.length, completed.metrics.selectedFraction);
 });
 
 test('NaN in the checkpoint weights is refused and nothing new is written', async () => {

@@ -14,9 +14,11 @@ import {
   CheckpointManifestSchema,
   LedgerEntrySchema,
   StepRecordSchema,
+  TrainSampleRecordSchema,
   TrajectoryManifestSchema,
   type LedgerEntry,
   type StepRecord,
+  type TrainSampleRecord,
   type TrajectoryManifest,
 } from '../../schemas/records';
 import { keys } from '../../storage/keys';
@@ -33,6 +35,8 @@ export interface Dataset {
   campaignId: string;
   trajectories: Map<string, StoredTrajectory>;
   ledger: LedgerEntry[];
+  /** train step → its per-sample record (the rows of the click group's steps), named by its ledger entry. */
+  trainSamples: Map<number, TrainSampleRecord[]>;
   discards: DiscardRecord[];
   evals: EvalPoint[];
   /** Trajectory ids of the bad objects. */
@@ -93,6 +97,34 @@ export async function buildDataset(store: ObjectStore, campaignId: string): Prom
   const t0 = Date.UTC(2025, 0, 1);
   const click0 = trajectories.get('g-click-e0')!.manifest;
   const click1 = trajectories.get('g-click-e1')!.manifest;
+  // Per-sample records as the trainer writes them: one row per step of the consumed trajectories. Step 1
+  // selects every step; step 2 leaves the first step of each trajectory out (as a low-entropy step).
+  const trainSamples = new Map<number, TrainSampleRecord[]>();
+  const samplesRefs = new Map<number, NonNullable<LedgerEntry['samples']>>();
+  for (const step of [1, 2]) {
+    const rows = [click0, click1].flatMap((m, t) =>
+      trajectories.get(m.trajectoryId)!.steps.map((s) =>
+        TrainSampleRecordSchema.parse({
+          trajectoryId: m.trajectoryId,
+          step: s.step,
+          advantage: (t === 0 ? 0.75 : -0.75) / step,
+          selected: step === 1 || s.step > 0,
+          entropy: 1.5 + s.step / 8,
+          logpOld: -1.25 - s.step / 16,
+          logpBehaviour: s.behaviourLogProb,
+          isWeight: 0.875 + step / 16 + s.step / 32,
+          staleness: step - 1,
+        })
+      )
+    );
+    trainSamples.set(step, rows);
+    const ref = await store.putJsonLines(
+      keys.trainSamples(campaignId, step, 'viewer-test'),
+      rows,
+      TrainSampleRecordSchema
+    );
+    samplesRefs.set(step, { ...ref, rows: rows.length });
+  }
   const ledger: LedgerEntry[] = [1, 2].map((step) =>
     LedgerEntrySchema.parse({
       schemaVersion: 1,
@@ -108,6 +140,7 @@ export async function buildDataset(store: ObjectStore, campaignId: string): Prom
         staleness: step - 1,
       })),
       isWeight: { mean: 0.97 + step / 100, min: 0.5 + step / 10, truncatedFraction: step / 20 },
+      samples: samplesRefs.get(step),
       metrics: {
         loss: 0.125 * step,
         kl: 0.0031 * step,
@@ -231,5 +264,5 @@ export async function buildDataset(store: ObjectStore, campaignId: string): Prom
     { ...click0, trajectoryId: corruptId, groupId: 'broken' },
     gone,
   ];
-  return { campaignId, trajectories, ledger, discards, evals, corruptId, goneId, indexed };
+  return { campaignId, trajectories, ledger, trainSamples, discards, evals, corruptId, goneId, indexed };
 }

@@ -300,6 +300,44 @@ test('the trajectory page shows one screenshot per step with the stored actions,
   for (const t of ['click', 'type', 'scroll']) assert.ok(types.has(t as never), `the dataset has a ${t} step`);
 });
 
+test('the trajectory page shows, per step, the advantage, selection and IS weight of each train step that consumed it', async () => {
+  for (const id of ['g-click-e0', 'g-click-e1']) {
+    const stored = data.trajectories.get(id)!;
+    const { page, status, errors } = await visit(`/campaigns/${runningId}/trajectories/${id}`);
+    assert.equal(status, 200);
+    // Both train steps of the dataset consumed the click group; found through checkpoints v1 and v2.
+    assert.deepEqual(
+      await page.locator('#trained .consumer').evaluateAll((els) => els.map((e) => e.getAttribute('data-train-step'))),
+      ['1', '2']
+    );
+    for (const [trainStep, rows] of data.trainSamples) {
+      const mine = rows.filter((r) => r.trajectoryId === id);
+      assert.equal(mine.length, stored.steps.length, 'the record has a row per step');
+      for (const r of mine) {
+        const at = `#step-${r.step} .training[data-train-step="${trainStep}"]`;
+        assert.equal(await text(page, `${at} .consumed-by`), String(trainStep));
+        assert.equal(await text(page, `${at} .advantage`), num(r.advantage));
+        assert.equal(await text(page, `${at} .selected`), r.selected ? 'yes' : 'no (low entropy)');
+        assert.equal(await text(page, `${at} .is-weight`), num(r.isWeight));
+        assert.equal(await text(page, `${at} .train-entropy`), num(r.entropy));
+      }
+    }
+    // Step 2 of the dataset left each trajectory's first step out.
+    assert.equal(await text(page, '#step-0 .training[data-train-step="2"] .selected'), 'no (low entropy)');
+    if (id === 'g-click-e1') assert.match(await text(page, '#discard'), /down-sampled \(train at train step 2/);
+    if (id === 'g-click-e0') await shoot(page, 'trajectory-trained');
+    assert.deepEqual(errors, []);
+    await page.close();
+  }
+  // An untrained trajectory: no train step after its version consumed it, and its discard reason stays.
+  const { page, errors } = await visit(`/campaigns/${runningId}/trajectories/g-scroll-e0`);
+  assert.match(await text(page, '#trained'), /not consumed by a train step writing v1 – v2/);
+  assert.equal(await page.locator('.training').count(), 0);
+  assert.match(await text(page, '#discard'), /stale \(prune at train step 2/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('the group page shows the group’s trajectories side by side with the down-sampled one named', async () => {
   const { page, status, errors } = await visit(`/campaigns/${runningId}/groups/g-click`, 'group');
   assert.equal(status, 200);

@@ -1,13 +1,22 @@
 /**
- * One trajectory: its manifest, the discard reason when a discard record names it, and every step with
- * the screenshot, the action drawn on it, the model's text and what the policy said (entropy, behaviour
- * log-probability, version). ← and → step through (j and k too); the URL's #step-N survives a reload.
+ * One trajectory: its manifest, the discard reason when a discard record names it, the train step(s) that
+ * consumed it, and every step with the screenshot, the action drawn on it, the model's text, what the
+ * policy said (entropy, behaviour log-probability, version) and what training did with it (advantage,
+ * selected by the entropy mask, truncated importance weight; from the step's per-sample record). ← and →
+ * step through (j and k too); the URL's #step-N survives a reload.
  */
 import type { ObjectStore } from '../../storage/object-store';
 import { checkId } from '../errors';
 import { html, href, isoTime, num } from '../html';
 import { actionCaption } from '../overlay';
-import { discardsOf, readManifest, readSteps } from '../store-reader';
+import {
+  discardsOf,
+  readManifest,
+  readSteps,
+  trainingOf,
+  type Consumption,
+  type TrainingOfTrajectory,
+} from '../store-reader';
 import type { Page } from './layout';
 import { stepShot } from './shot';
 
@@ -34,6 +43,58 @@ export const STEP_SCRIPT = `
 })();
 `;
 
+/** The manifest's "trained" row: the consuming train steps, or where they were looked for. */
+function trainedSummary(campaignId: string, t: TrainingOfTrajectory) {
+  const problems = t.unreadable.map((u) => html`<div class="bad">${u.key}: ${u.message}</div>`);
+  if (t.consumers.length === 0)
+    return html`<span class="muted"
+        >not consumed by a train step
+        ${
+          t.searched.to >= t.searched.from
+            ? `writing v${t.searched.from} – v${t.searched.to}`
+            : `(no checkpoint after v${t.searched.from - 1} yet)`
+        }</span
+      >${problems}`;
+  return html`${t.consumers.map(
+    (c) =>
+      html`<div class="consumer" data-train-step="${c.entry.trainStep}">
+        <a href="${href('campaigns', campaignId)}#ledger">train step ${c.entry.trainStep}</a>
+        (v${c.entry.fromVersion} → v${c.entry.toVersion}${c.injectedFromPool ? ', from the experience pool' : ''},
+        ${isoTime(c.entry.createdAt)})
+        ${
+          c.samplesError
+            ? html`<span class="bad">per-sample record unreadable: ${c.samplesError}</span>`
+            : c.entry.samples
+              ? ''
+              : html`<span class="muted">(its ledger entry names no per-sample record)</span>`
+        }
+      </div>`
+  )}${problems}`;
+}
+
+/** What one train step did with one step of the trajectory. */
+function stepTraining(c: Consumption, step: number) {
+  const row = c.samples.get(step);
+  const head = html`<dt>train step</dt>
+    <dd class="consumed-by">${c.entry.trainStep}</dd>`;
+  if (!c.entry.samples || c.samplesError) return head;
+  if (!row)
+    return html`${head}
+      <dt>in the batch</dt>
+      <dd class="muted not-in-batch">no (stale version, or an action the policy cannot express)</dd>`;
+  return html`${head}
+    <dt>advantage</dt>
+    <dd class="advantage">${num(row.advantage)}</dd>
+    <dt>selected for training</dt>
+    <dd class="selected ${row.selected ? 'ok' : 'muted'}">${row.selected ? 'yes' : 'no (low entropy)'}</dd>
+    <dt>importance weight</dt>
+    <dd class="is-weight">${num(row.isWeight)}</dd>
+    <dt>entropy (π_old)</dt>
+    <dd class="train-entropy">${num(row.entropy)}</dd>
+    <dt>staleness</dt>
+    <dd>${row.staleness}</dd>`;
+}
+
 export async function trajectoryPage(store: ObjectStore, rawCampaign: string, rawTrajectory: string): Promise<Page> {
   const campaignId = checkId(rawCampaign, 'campaign');
   const trajectoryId = checkId(rawTrajectory, 'trajectory');
@@ -42,9 +103,10 @@ export async function trajectoryPage(store: ObjectStore, rawCampaign: string, ra
     [campaignId, href('campaigns', campaignId)],
   ];
   const manifest = await readManifest(store, campaignId, trajectoryId);
-  const [steps, discards] = await Promise.all([
+  const [steps, discards, training] = await Promise.all([
     readSteps(store, manifest),
     discardsOf(store, campaignId, manifest.groupId, trajectoryId),
+    trainingOf(store, campaignId, manifest),
   ]);
   return {
     title: `Trajectory ${trajectoryId}`,
@@ -95,6 +157,8 @@ export async function trajectoryPage(store: ObjectStore, rawCampaign: string, ra
                 )
           }
         </dd>
+        <dt>trained</dt>
+        <dd id="trained">${trainedSummary(campaignId, training)}</dd>
       </dl>
       <p class="muted">← / → (or k / j) step through; ${steps.length} steps.</p>
       ${steps.length !== manifest.numSteps ? html`<div class="notice">The manifest says ${manifest.numSteps} steps but steps.jsonl holds ${steps.length}.</div>` : ''}
@@ -127,6 +191,10 @@ export async function trajectoryPage(store: ObjectStore, rawCampaign: string, ra
                       : ''
                   }
                 </dl>
+                ${training.consumers.map(
+                  (c) =>
+                    html`<dl class="kv training" data-train-step="${c.entry.trainStep}">${stepTraining(c, s.step)}</dl>`
+                )}
               </div>
             </section>`
         )}
