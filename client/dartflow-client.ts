@@ -7,7 +7,9 @@
  *   await campaign.setConfig({ 'trainer.learningRate': 1e-3 });
  *   const result = await campaign.result();
  */
-import { Client, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Client, ServiceError, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
 import { loadInfraSettings, type InfraSettings } from '../infra/settings';
 import { connectClient } from '../infra/temporal-connection';
 import type { CampaignStatus, TaskStats } from '../schemas/campaign';
@@ -42,6 +44,22 @@ export interface CampaignListEntry {
   startTime: Date;
 }
 
+/** How often an Update refused at a continue-as-new boundary is sent again (to the next run). */
+const UPDATE_TRIES = 5;
+
+/**
+ * An Update that reaches the campaign while its run continues-as-new can be refused by the server
+ * ("workflow is closing", gRPC UNAVAILABLE / ABORTED) after the client's own gRPC retries; the next run
+ * takes it. Validation failures (WorkflowUpdateFailedError) and unknown campaigns are final.
+ */
+export function isRunBoundaryRefusal(err: unknown): boolean {
+  if (!(err instanceof ServiceError)) return false;
+  const cause = err.cause as { code?: number; details?: string } | undefined;
+  const UNAVAILABLE = 14;
+  const ABORTED = 10;
+  return cause?.code === UNAVAILABLE || cause?.code === ABORTED || /closing/i.test(cause?.details ?? '');
+}
+
 export class CampaignHandle {
   constructor(
     readonly campaignId: string,
@@ -55,31 +73,48 @@ export class CampaignHandle {
     return this.handle.query(taskStatsQuery);
   }
   pause(): Promise<CampaignStatus> {
-    return this.handle.executeUpdate(pauseUpdate);
+    return this.update((updateId) => this.handle.executeUpdate(pauseUpdate, { updateId }));
   }
   resume(): Promise<CampaignStatus> {
-    return this.handle.executeUpdate(resumeUpdate);
+    return this.update((updateId) => this.handle.executeUpdate(resumeUpdate, { updateId }));
   }
   /** Graceful stop: in-flight groups and train steps finish, a final evaluation runs, the workflow completes. */
   stop(): Promise<CampaignStatus> {
-    return this.handle.executeUpdate(stopUpdate);
+    return this.update((updateId) => this.handle.executeUpdate(stopUpdate, { updateId }));
   }
   /** Live-tunable fields only (see LIVE_TUNABLE_FIELDS); invalid values are rejected by the Update's validator. */
   setConfig(overrides: Record<string, number | boolean | string>): Promise<CampaignStatus> {
-    return this.handle.executeUpdate(setConfigUpdate, { args: [{ overrides }] });
+    return this.update((updateId) => this.handle.executeUpdate(setConfigUpdate, { args: [{ overrides }], updateId }));
   }
   quarantineTask(taskId: string, quarantined = true): Promise<TaskStats> {
-    return this.handle.executeUpdate(quarantineTaskUpdate, { args: [{ taskId, quarantined }] });
+    return this.update((updateId) =>
+      this.handle.executeUpdate(quarantineTaskUpdate, { args: [{ taskId, quarantined }], updateId })
+    );
   }
   injectSuccess(taskId: string, manifestKey: string): Promise<TaskStats> {
-    return this.handle.executeUpdate(injectSuccessUpdate, { args: [{ taskId, manifestKey }] });
+    return this.update((updateId) =>
+      this.handle.executeUpdate(injectSuccessUpdate, { args: [{ taskId, manifestKey }], updateId })
+    );
   }
   /** Serve and train from an earlier checkpoint (manual rollback); null unpins. */
   pinCheckpoint(version: number | null): Promise<CampaignStatus> {
-    return this.handle.executeUpdate(pinCheckpointUpdate, { args: [{ version }] });
+    return this.update((updateId) => this.handle.executeUpdate(pinCheckpointUpdate, { args: [{ version }], updateId }));
   }
   result(): Promise<CampaignResult> {
     return this.handle.result();
+  }
+
+  /** An Update, sent again (same update id, so applied at most once) when refused at a run boundary. */
+  private async update<T>(send: (updateId: string) => Promise<T>): Promise<T> {
+    const updateId = randomUUID();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await send(updateId);
+      } catch (err) {
+        if (attempt >= UPDATE_TRIES || !isRunBoundaryRefusal(err)) throw err;
+        await delay(250 * attempt);
+      }
+    }
   }
 }
 
