@@ -17,6 +17,11 @@ import { loadSuite } from '../tasks/loader';
 import { evaluateWorkflow, precollectWorkflow } from '../workflows';
 import { readLineage } from './lineage';
 import { ALL_ROLES, ROLES, startLocalWorkers, type LocalWorkers, type Role } from './local-workers';
+import { envPoolConfigFromEnv } from '../envs/pool-factory';
+
+/** Env kinds `dartflow workers --env-kind` starts (remote and osworld read DARTFLOW_ENV_* / DARTFLOW_OSWORLD_*). */
+const ENV_KINDS = ['browser', 'simulated', 'remote', 'osworld'] as const;
+type EnvKind = (typeof ENV_KINDS)[number];
 import { bar, StatusLine } from './progress';
 import { listenForStop } from './stop-request';
 
@@ -24,7 +29,7 @@ const USAGE = `usage: dartflow <command> [options]
 
 infrastructure
   infra up | down | status           start (or reuse) / stop / show the local Temporal dev server and MinIO
-  workers [--roles r1,r2] [--env-workers N] [--env-slots N] [--env-kind browser|simulated] [--policy-servers M]
+  workers [--roles r1,r2] [--env-workers N] [--env-slots N] [--env-kind browser|simulated|remote|osworld] [--policy-servers M]
           [--policy-port P]          run roles (orchestrator, env, trainer, policy) here as child processes;
           [--vlm-base-model DIR]     policy servers listen on P, P+1, … (default 8700). SIGINT, SIGTERM or
                                      SIGHUP stops every role and its Chromium. Role trainer-vlm (never a
@@ -291,14 +296,18 @@ async function workersCommand(args: string[]): Promise<void> {
   const roles = (values.roles ? values.roles.split(',') : ROLES) as Role[];
   for (const r of roles)
     if (!ALL_ROLES.includes(r)) throw new Error(`unknown role "${r}" (roles: ${ALL_ROLES.join(', ')})`);
-  const envKind = values['env-kind'] ?? 'browser';
-  if (envKind !== 'browser' && envKind !== 'simulated')
-    throw new Error(`--env-kind must be browser or simulated, got "${envKind}"`);
+  // DARTFLOW_ENV_KIND (what a lone env worker reads) counts too: the children get the kind set explicitly.
+  const envKind = values['env-kind'] ?? process.env.DARTFLOW_ENV_KIND ?? 'browser';
+  if (!ENV_KINDS.includes(envKind as EnvKind))
+    throw new Error(`--env-kind must be ${ENV_KINDS.join(', ')}, got "${envKind}"`);
+  // Env workers read their settings from the environment; check them here, before any child starts, so a
+  // missing variable is one clear error instead of env workers that exit one by one (the error names it).
+  if (roles.includes('env')) envPoolConfigFromEnv({ ...process.env, DARTFLOW_ENV_KIND: envKind });
   const options = {
     roles,
     envWorkers: intFlag('env-workers', values['env-workers'], 1),
     envSlots: intFlag('env-slots', values['env-slots'], 4),
-    envKind,
+    envKind: envKind as EnvKind,
     policyServers: intFlag('policy-servers', values['policy-servers'], 1),
     policyBasePort: intFlag('policy-port', values['policy-port'], 8700),
     ...(values['vlm-base-model'] ? { vlmBaseModel: values['vlm-base-model'] } : {}),

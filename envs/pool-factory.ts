@@ -84,13 +84,18 @@ export function envPoolConfigFromEnv(env: NodeJS.ProcessEnv = process.env): EnvP
       ...(env.DARTFLOW_ENV_TIME_SCALE ? { timeScale: Number(env.DARTFLOW_ENV_TIME_SCALE) } : {}),
       ...(env.DARTFLOW_ENV_BERNOULLI_REWARD ? { bernoulliReward: Number(env.DARTFLOW_ENV_BERNOULLI_REWARD) } : {}),
     };
-  if (kind === 'remote')
+  if (kind === 'remote') {
+    if (!env.DARTFLOW_ENV_URL)
+      throw new Error(
+        'DARTFLOW_ENV_URL must be set for DARTFLOW_ENV_KIND=remote (the env server, docs/env-protocol.openapi.yaml)'
+      );
     return {
       kind,
       ...base,
-      url: env.DARTFLOW_ENV_URL ?? '',
+      url: env.DARTFLOW_ENV_URL,
       ...(env.DARTFLOW_ENV_TOKEN ? { token: env.DARTFLOW_ENV_TOKEN } : {}),
     };
+  }
   if (kind === 'osworld') return { kind, ...base, ...osworldOptionsFromEnv(env) };
   if (kind === 'browser') return { kind, ...base };
   throw new Error(`DARTFLOW_ENV_KIND must be browser, simulated, remote or osworld, got "${kind}"`);

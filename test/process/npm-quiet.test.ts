@@ -33,3 +33,40 @@ test('dependency install scripts stay off, so `npm ci` never fetches the CUDA bu
   assert.equal(r.stdout.trim(), 'true');
   assert.doesNotMatch(r.stderr, /npm warn/i);
 });
+
+test('`dartflow workers --env-kind osworld` without its variables stops before starting anything, naming the variable', () => {
+  const env = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith('DARTFLOW_OSWORLD_') || k === 'DARTFLOW_ENV_URL') delete env[k];
+  const cli = (kind: string) =>
+    spawnSync(process.execPath, ['bin/dartflow.js', 'workers', '--roles', 'env', '--env-kind', kind], {
+      cwd: PROJECT_ROOT,
+      encoding: 'utf8',
+      timeout: 120_000,
+      env,
+    });
+  const osworld = cli('osworld');
+  assert.notEqual(osworld.status, 0);
+  assert.match(osworld.stderr, /DARTFLOW_OSWORLD_ENV_SERVERS must be set/);
+  assert.doesNotMatch(osworld.stdout, /running /, 'no role was started');
+  const remote = cli('remote');
+  assert.notEqual(remote.status, 0);
+  assert.match(remote.stderr, /DARTFLOW_ENV_URL must be set/);
+  assert.match(cli('vm').stderr, /--env-kind must be browser, simulated, remote, osworld, got "vm"/);
+});
+
+test('`dartflow workers` takes the env kind from DARTFLOW_ENV_KIND when --env-kind is not given', () => {
+  const env = { ...process.env, DARTFLOW_ENV_KIND: 'osworld' };
+  for (const k of Object.keys(env)) if (k.startsWith('DARTFLOW_OSWORLD_')) delete env[k];
+  const r = spawnSync(process.execPath, ['bin/dartflow.js', 'workers', '--roles', 'env'], {
+    cwd: PROJECT_ROOT,
+    encoding: 'utf8',
+    timeout: 120_000,
+    env,
+  });
+  assert.notEqual(r.status, 0);
+  assert.match(
+    r.stderr,
+    /DARTFLOW_OSWORLD_ENV_SERVERS must be set/,
+    'an osworld worker was asked for, not a browser one'
+  );
+});
