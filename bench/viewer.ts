@@ -37,7 +37,8 @@ import {
 } from '../storage/trajectory-index';
 import { startViewer } from '../viewer/server';
 import { TemporalSource } from '../viewer/temporal-reader';
-import { benchSuffix, mapLimit } from './lib/bench-cluster';
+import { mapLimit } from '../lib/concurrency';
+import { benchSuffix } from './lib/bench-cluster';
 import { benchOutFile, shownPath } from './lib/output';
 
 const TASKS = 50;

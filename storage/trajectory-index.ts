@@ -25,6 +25,7 @@ import { EPISODE_STATUSES, type TrajectoryManifest } from '../schemas/records';
 import { CorruptObjectError, ObjectNotFoundError } from './errors';
 import { safeSegment } from './keys';
 import { serializeJsonLines, type ObjectStore } from './object-store';
+import { mapLimit } from '../lib/concurrency';
 
 /** Deltas per level-1 segment, and segments per next-level segment. */
 export const FANOUT = 32;
@@ -135,19 +136,6 @@ async function listPartition(store: ObjectStore, prefix: string): Promise<Listed
     if (s) segments.set(Number(s[1]), [...(segments.get(Number(s[1])) ?? []), key]);
   }
   return { all, deltas, segments };
-}
-
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
 }
 
 /** Keeps the latest-indexed entry per id. */

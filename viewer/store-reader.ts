@@ -22,6 +22,7 @@ import type { EvalPoint } from '../schemas/campaign';
 import { keys } from '../storage/keys';
 import type { ObjectStore } from '../storage/object-store';
 import { toViewerError } from './errors';
+import { mapLimit } from '../lib/concurrency';
 
 /** EvalPoint as `recordEvalPoint` writes it (schemas/campaign.ts has the type, not a schema). */
 export const EvalPointSchema: z.ZodType<EvalPoint> = z.object({
@@ -46,19 +47,6 @@ export interface Records<T> {
   unreadable: Unreadable[];
   /** Records that exist but were not read (older than the newest RECORD_LIMIT). */
   omitted: number;
-}
-
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
 }
 
 /**

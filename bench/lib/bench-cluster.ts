@@ -19,6 +19,7 @@ import {
 } from '../../schemas/records';
 import { keys } from '../../storage/keys';
 import { ObjectStore } from '../../storage/object-store';
+import { mapLimit } from '../../lib/concurrency';
 
 export interface BenchCluster {
   settings: InfraSettings;
@@ -67,20 +68,6 @@ export async function startBenchCluster(
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
-}
-
-/** Runs `fn` over items with at most `limit` in flight. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array<R>(items.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  return out;
 }
 
 /** Every trajectory manifest a campaign wrote (its rollouts, and `<id>.eval` for evaluations). */

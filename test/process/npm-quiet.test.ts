@@ -55,7 +55,7 @@ test('`dartflow workers --env-kind osworld` without its variables stops before s
 });
 
 test('`dartflow workers` takes the env kind from DARTFLOW_ENV_KIND when --env-kind is not given', () => {
-  const env = { ...process.env, DARTFLOW_ENV_KIND: 'osworld' };
+  const env: NodeJS.ProcessEnv = { ...process.env, DARTFLOW_ENV_KIND: 'osworld' };
   for (const k of Object.keys(env)) if (k.startsWith('DARTFLOW_OSWORLD_')) delete env[k];
   const r = spawnSync(process.execPath, ['bin/dartflow.js', 'workers', '--roles', 'env'], {
     cwd: PROJECT_ROOT,
