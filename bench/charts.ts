@@ -19,7 +19,7 @@ import {
   type SvgPngJob,
 } from '../lib/charts';
 import type { EvalPoint } from '../schemas/campaign';
-import { benchOutDir, shownPath } from './lib/output';
+import { benchOutDir, publishedBenchDir, shownPath } from './lib/output';
 
 interface EnvRow {
   suite: string;
@@ -263,7 +263,7 @@ export async function benchCharts(args: string[] = []): Promise<void> {
 
 /** `npm run bench -- replot [--dir <folder>]`: every chart of docs/bench/ (the published one) from its JSON. */
 export async function benchReplot(args: string[] = []): Promise<void> {
-  await replotDir(dirArg(args) ?? path.join(PROJECT_ROOT, 'docs', 'bench'));
+  await replotDir(dirArg(args) ?? publishedBenchDir());
 }
 
 if (require.main === module) {

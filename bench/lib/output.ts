@@ -25,6 +25,11 @@ export function benchOutDir(): string {
   return dir;
 }
 
+/** The published (tracked) results folder, docs/bench, whatever --publish says: for redrawing its charts. */
+export function publishedBenchDir(): string {
+  return benchOutputDir({ publish: true, projectRoot: PROJECT_ROOT, dataDir: loadInfraSettings().dataDir });
+}
+
 /** A file in the output directory, e.g. benchOutFile('scale.json'). */
 export function benchOutFile(name: string): string {
   return path.join(benchOutDir(), name);
