@@ -48,16 +48,19 @@ export interface CampaignListEntry {
 const UPDATE_TRIES = 5;
 
 /**
- * An Update that reaches the campaign while its run continues-as-new can be refused by the server
- * ("workflow is closing", gRPC UNAVAILABLE / ABORTED) after the client's own gRPC retries; the next run
- * takes it. Validation failures (WorkflowUpdateFailedError) and unknown campaigns are final.
+ * An Update that reaches the campaign while its run continues-as-new, or while the workflow task that
+ * carries it fails or times out (a loaded worker), is aborted by the server with a retryable error ("workflow
+ * is closing": UNAVAILABLE; RESOURCE_EXHAUSTED, ABORTED, INTERNAL) that can outlast the client's own gRPC
+ * retries; sent again, the next run or task takes it. Validation failures (WorkflowUpdateFailedError) and
+ * unknown campaigns (WorkflowNotFoundError) are not ServiceErrors here and stay final.
  */
+const RETRYABLE_GRPC_CODES = new Set([
+  8 /* RESOURCE_EXHAUSTED */, 10 /* ABORTED */, 13 /* INTERNAL */, 14 /* UNAVAILABLE */,
+]);
 export function isRunBoundaryRefusal(err: unknown): boolean {
   if (!(err instanceof ServiceError)) return false;
   const cause = err.cause as { code?: number; details?: string } | undefined;
-  const UNAVAILABLE = 14;
-  const ABORTED = 10;
-  return cause?.code === UNAVAILABLE || cause?.code === ABORTED || /closing/i.test(cause?.details ?? '');
+  return RETRYABLE_GRPC_CODES.has(cause?.code ?? -1) || /closing|workflow task/i.test(cause?.details ?? '');
 }
 
 export class CampaignHandle {
