@@ -176,8 +176,64 @@ export const PolicySchema = z
     servers: posInt.default(1).describe('Policy servers to run/roll out to.'),
     maxBatch: posInt.default(32).describe('Dynamic batching: largest batch per inference call.'),
     maxWaitMs: z.number().nonnegative().default(2).describe('Dynamic batching: longest wait to fill a batch.'),
-    vlmEndpoint: z.url().optional().describe('Base URL of the OpenAI-compatible server when kind = vlm.'),
-    vlmModel: z.string().optional().describe('Model name sent to the VLM server.'),
+    vlmEndpoint: z
+      .url()
+      .optional()
+      .describe(
+        'Deprecated, not read (no longer required for kind = vlm): a VLM campaign samples from and rolls out to the vLLM servers that register themselves (workers/vllm-policy-server.ts); to use your own vLLM, attach it to a vLLM role with --vllm-url <its URL> and drop this field.'
+      ),
+    vlmModel: z
+      .string()
+      .optional()
+      .describe('kind = vlm: the model name sent to the vLLM servers (their --served-model-name; default "dartflow").'),
+    options: z
+      .strictObject({
+        maxTokens: posInt.optional().describe('Response token limit per step.'),
+        topLogprobs: z
+          .number()
+          .int()
+          .min(0)
+          .max(20)
+          .optional()
+          .describe('Alternatives per token vLLM returns, for the entropy estimate (0–20).'),
+        logitBias: z
+          .record(z.string().regex(/^\d+$/, 'keys are token ids'), z.number().min(-100).max(100))
+          .optional()
+          .describe(
+            'Token id → bias added to its logit (OpenAI logit_bias), e.g. -100 on vision special tokens a small model must never answer with.'
+          ),
+        coordModel: z
+          .enum(['ui-tars-1.5', 'ui-tars'])
+          .optional()
+          .describe(
+            '"ui-tars-1.5": absolute pixels of the smart-resized screenshot (UI-TARS-1.5-7B); "ui-tars": the 0–1000 relative grid.'
+          ),
+        minPixels: posInt.optional().describe('Smart-resize lower bound in pixels (Qwen default 100·28² = 78400).'),
+        maxPixels: posInt.optional().describe('Smart-resize upper bound in pixels (Qwen default 16384·28²).'),
+        resizeScreenshots: z
+          .boolean()
+          .optional()
+          .describe('Smart-resize screenshots before sending them (true), or leave it to the server (false).'),
+        maxImages: posInt.optional().describe('Screenshots kept in the context (DART: 5).'),
+        maxTexts: posInt.optional().describe('Past assistant turns kept in the context (DART: 35).'),
+        language: z.string().min(1).optional().describe('Language of the Thought part (DART: English).'),
+        callUser: z.boolean().optional().describe('List call_user() in the prompt.'),
+        password: z
+          .string()
+          .nullable()
+          .optional()
+          .describe("The machine's password named in the prompt for sudo tasks; null leaves the note out."),
+        timeoutMs: posInt.optional().describe('Per-request timeout in ms.'),
+        maxRetries: z.number().int().min(0).optional().describe('Retries of a request after the first attempt.'),
+      })
+      .refine((o) => o.minPixels === undefined || o.maxPixels === undefined || o.minPixels <= o.maxPixels, {
+        path: ['minPixels'],
+        message: 'must be ≤ maxPixels',
+      })
+      .optional()
+      .describe(
+        'kind = vlm: UI-TARS episode options the campaign sends with every episode (rollouts, demonstrations, pre-collection, evaluations, rollout gates) to the env workers, over their defaults (vlm/policy-options.ts): maxTokens, topLogprobs, logitBias (token id → bias), coordModel ("ui-tars-1.5" pixels | "ui-tars" 0–1000), minPixels, maxPixels, resizeScreenshots, maxImages, maxTexts, language, callUser, password, timeoutMs, maxRetries (docs/vlm.md).'
+      ),
     bcWarmStartEpisodes: z
       .number()
       .int()
@@ -272,11 +328,13 @@ export const CampaignConfigSchema = z
         message: `must be ≤ trainer.maxGroups (${cfg.trainer.maxGroups})`,
       });
     }
-    if (cfg.policy.kind === 'vlm' && !cfg.policy.vlmEndpoint) {
+    // policy.vlmEndpoint is no longer required for a VLM (the campaign uses the registered vLLM roles).
+    if (cfg.policy.kind !== 'vlm' && cfg.policy.options && Object.keys(cfg.policy.options).length > 0) {
       ctx.addIssue({
         code: 'custom',
-        path: ['policy', 'vlmEndpoint'],
-        message: 'is required when policy.kind is "vlm"',
+        path: ['policy', 'options'],
+        message:
+          'holds UI-TARS options, which apply only when policy.kind is "vlm": set policy.kind: vlm or remove them',
       });
     }
     if (cfg.env.kind === 'remote' && !cfg.env.remoteEndpoint) {

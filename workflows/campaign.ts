@@ -87,6 +87,7 @@ import {
 } from './messages';
 import { evaluateWorkflow } from './evaluate';
 import { modelRolloutWorkflow, type ModelRolloutResult } from './model-rollout';
+import { precollectWorkflow } from './precollect';
 import { groupSummaryOf, isGroupSummary, taskGroupWorkflow, type GroupReported } from './task-group';
 import { trainStepWorkflow } from './train-step';
 
@@ -384,9 +385,15 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
 
   // ---- carrying actions out ---------------------------------------------------------------------------
   const policyKind = () => (s.config.policy.kind === 'vlm' ? 'uitars' : 'embedded');
-  /** A VLM campaign names the model its vLLM servers serve (policy.vlmModel; dartflow's vLLM workers serve "dartflow"). */
+  /**
+   * A VLM campaign's UI-TARS episode options: the model its vLLM servers serve (policy.vlmModel; dartflow's
+   * vLLM workers serve "dartflow") and policy.options (logitBias, maxTokens, pixel bounds, coordModel, …),
+   * the same for its episodes, demonstrations, pre-collection, evaluations and rollout gates.
+   */
   const policyOptions = (): Record<string, unknown> =>
-    s.config.policy.kind === 'vlm' ? { model: s.config.policy.vlmModel ?? 'dartflow' } : {};
+    s.config.policy.kind === 'vlm'
+      ? { model: s.config.policy.vlmModel ?? 'dartflow', ...(s.config.policy.options ?? {}) }
+      : {};
 
   /**
    * Starts an ABANDON child on the orchestrator queue and watches its result: `onResult` with what it
@@ -723,6 +730,45 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     s.pendingRollout = result.version;
   }
 
+  // ---- pre-collection (DART §4.8, curation.precollect) ---------------------------------------------------
+  /**
+   * Fills each task's experience pool up to curation.precollectSuccessesPerTask successes before RL, with
+   * the demonstration policy of policy.kind (`uitars-oracle` for a VLM: its pooled successes carry prompt
+   * records the Python trainer re-scores; `oracle` for the embedded CNN). An all-failed RL group then
+   * trains with a pooled success in place of one of its failures instead of being dropped.
+   */
+  async function precollect(): Promise<void> {
+    s.phase = 'precollecting';
+    publish();
+    const k = s.config.curation.precollectSuccessesPerTask;
+    const active = s.tasks.filter((t) => !s.stats[t.id]?.quarantined);
+    const result = await executeChild(precollectWorkflow, {
+      workflowId: `${wfId}-precollect`,
+      taskQueue: TASK_QUEUES.orchestrator,
+      args: [
+        {
+          campaignId: s.campaignId,
+          tasks: active.map((t) => t.spec),
+          successesPerTask: k,
+          maxAttemptsPerTask: s.config.curation.precollectMaxAttempts,
+          policyKind: s.config.policy.kind === 'vlm' ? 'uitars-oracle' : 'oracle',
+          policyOptions: policyOptions(),
+          endpoints: [],
+          temperature: 1,
+          alreadyPooled: Object.fromEntries(active.map((t) => [t.id, s.stats[t.id]?.poolSize ?? 0])),
+          successThreshold: s.config.campaign.successThreshold,
+        },
+      ],
+    });
+    for (const [taskId, r] of Object.entries(result.perTask)) {
+      const st = s.stats[taskId];
+      if (st) st.poolSize = Math.min(k, Math.max(st.poolSize, r.successes));
+      if (r.successes < k) log.warn('pre-collection left a task short of successes', { taskId, ...r, wanted: k });
+    }
+    s.phase = 'running';
+    publish();
+  }
+
   // ---- start: the first run prepares the suite; later runs may load their state by reference -----------
   if (input.stateRef) {
     const early = { paused: s.paused, stopRequested: s.stopRequested };
@@ -784,6 +830,8 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       await execute([beginRollout(s, Date.now())].filter((a): a is CampaignAction => a !== null));
       await rolled();
     }
+    // A new child before the main loop: behind a patch (runs started earlier never pre-collected).
+    if (s.config.curation.precollect && !s.stopRequested && patched('campaign-precollect-phase')) await precollect();
   }
 
   // ---- main loop: decide (pure), act, publish, sleep until something changes ---------------------------

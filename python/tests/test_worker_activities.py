@@ -15,12 +15,13 @@ import pytest
 import torch
 from peft import PeftModel
 from safetensors.torch import load_file
-from transformers import Qwen2VLForConditionalGeneration
+from transformers import AutoProcessor, Qwen2VLForConditionalGeneration
 
 from dartflow_vlm import checkpoints, keys
 from dartflow_vlm.activities import TrainerDeps, run_behaviour_clone, run_train_step
 from dartflow_vlm.errors import CheckpointMismatchError, CheckpointUnavailableError, InvalidTrainInput
 from dartflow_vlm.models import PolicySetup
+from dartflow_vlm.samples import load_samples
 from dartflow_vlm.store import ObjectStore, S3Settings, StorageUnavailableError
 from dartflow_vlm.validate import problems
 
@@ -231,3 +232,43 @@ def test_bad_inputs_are_typed_refusals_naming_the_problem(
     store.put_bytes(keys.hf_manifest(campaign, 5), b"{not json")
     with pytest.raises(CheckpointUnavailableError, match="not valid JSON"):
         run_train_step(d, step_input(campaign, groups, step=4))
+
+
+def test_an_all_failed_group_trains_with_a_pooled_demonstration_in_place_of_a_failure(
+    store: ObjectStore, models: dict[str, Path], tmp_path: Path
+) -> None:
+    """DART §3.4 c as the campaign sends it (workflows/logic/campaign-state.ts selectTrainBatch): the
+    failed rollouts of a group plus the pooled success injected in place of one of them, here a
+    pre-collected `uitars-oracle` demonstration (source `demo`, sampled by no policy version of this
+    line). As the TypeScript trainer (activities/trainer/samples.ts, train-step.ts): the injected sample is
+    exempt from the staleness bound, has no behaviour log-probs (IS weight 1), and counts in its group's
+    GRPO statistics as the group's only success."""
+    campaign = f"c-{uuid.uuid4().hex[:8]}"
+    [group] = write_groups(store, models["seed0"], campaign, groups=1, per_group=3)
+    failed = [{**t, "reward": 0.0} for t in group["trajectories"][1:]]
+    [pooled] = write_groups(
+        store, models["seed0"], campaign, groups=1, per_group=1, source="demo", seed=1, policy_version=7
+    )
+    injected = {**pooled["trajectories"][0], "injectedFromPool": True}
+    assert injected["reward"] == 1.0
+    batch = [{**group, "trajectories": [*failed, injected]}]
+    loaded = load_samples(store, AutoProcessor.from_pretrained(models["seed0"]), batch)
+    by_id = {s.sample.trajectory_id: s for s in loaded.samples}
+    demo = by_id[injected["trajectoryId"]]
+    assert demo.injected_from_pool
+    assert demo.sample.behaviour_logprobs is None, "a demonstration: IS weight 1"
+    assert demo.sample.group_id == group["groupId"], "its statistics are those of the group it joined"
+    assert all(by_id[t["trajectoryId"]].sample.behaviour_logprobs is not None for t in failed)
+
+    d = deps(store, models, tmp_path)
+    result = run_train_step(d, step_input(campaign, batch))
+    assert result["metrics"]["staleSteps"] == 0, "the pooled success is exempt from the staleness bound"
+    assert result["metrics"]["skippedSteps"] == 0
+    ledger = json.loads(store.get_bytes(result["ledgerKey"]))
+    assert [c["injectedFromPool"] for c in ledger["consumed"]] == [False, False, True]
+    assert [c["reward"] for c in ledger["consumed"]] == [0.0, 0.0, 1.0]
+
+    # The same trajectory not injected is an ordinary sample of version 7: outside the bound.
+    as_online = [{**group, "trajectories": [*failed, {**injected, "injectedFromPool": False}]}]
+    again = run_train_step(d, step_input(campaign, as_online, step=2, head=1))
+    assert again["metrics"]["staleSteps"] == 1

@@ -62,7 +62,36 @@ test('a bad value is reported with field path, bad value and what is allowed', (
     () => parseCampaignConfig({ rollout: { nMin: 9 } }),
     /rollout\.nMin: got 9; must be ≤ rollout\.nMax \(8\)/
   );
-  assert.throws(() => parseCampaignConfig({ policy: { kind: 'vlm' } }), /policy\.vlmEndpoint: missing; is required/);
+  // A VLM campaign uses the registered vLLM roles: policy.vlmEndpoint is no longer required (deprecated).
+  assert.equal(parseCampaignConfig({ policy: { kind: 'vlm' } }).policy.vlmEndpoint, undefined);
+  const vlm = parseCampaignConfig({
+    policy: {
+      kind: 'vlm',
+      options: { maxTokens: 8, logitBias: { '151655': -100 }, minPixels: 3136, coordModel: 'ui-tars' },
+    },
+  });
+  assert.deepEqual(vlm.policy.options, {
+    maxTokens: 8,
+    logitBias: { '151655': -100 },
+    minPixels: 3136,
+    coordModel: 'ui-tars',
+  });
+  assert.throws(
+    () => parseCampaignConfig({ policy: { options: { maxTokens: 8 } } }),
+    /policy\.options: .*policy\.kind is "vlm"/
+  );
+  assert.throws(
+    () => parseCampaignConfig({ policy: { kind: 'vlm', options: { minPixels: 5000, maxPixels: 4000 } } }),
+    /policy\.options\.minPixels: .*must be ≤ maxPixels/
+  );
+  assert.throws(
+    () => parseCampaignConfig({ policy: { kind: 'vlm', options: { logitBias: { im_end: -100 } } } }),
+    /policy\.options\.logitBias/
+  );
+  assert.throws(
+    () => parseCampaignConfig({ policy: { kind: 'vlm', options: { maxTokenz: 8 } } }),
+    /policy\.options\.maxTokenz/
+  );
   assert.throws(() => parseCampaignConfig({ campaign: { id: '../etc' } }), /campaign\.id: got "\.\.\/etc"/);
 });
 
