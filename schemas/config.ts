@@ -4,6 +4,7 @@
  * why the embedded default differs. Node-free: workflows validate their input with it too.
  */
 import { z } from 'zod';
+import { UiTarsOptionsSchema } from './uitars-options';
 
 const prob = z.number().min(0).max(1);
 const posInt = z.number().int().positive();
@@ -186,46 +187,8 @@ export const PolicySchema = z
       .string()
       .optional()
       .describe('kind = vlm: the model name sent to the vLLM servers (their --served-model-name; default "dartflow").'),
-    options: z
-      .strictObject({
-        maxTokens: posInt.optional().describe('Response token limit per step.'),
-        topLogprobs: z
-          .number()
-          .int()
-          .min(0)
-          .max(20)
-          .optional()
-          .describe('Alternatives per token vLLM returns, for the entropy estimate (0–20).'),
-        logitBias: z
-          .record(z.string().regex(/^\d+$/, 'keys are token ids'), z.number().min(-100).max(100))
-          .optional()
-          .describe(
-            'Token id → bias added to its logit (OpenAI logit_bias), e.g. -100 on vision special tokens a small model must never answer with.'
-          ),
-        coordModel: z
-          .enum(['ui-tars-1.5', 'ui-tars'])
-          .optional()
-          .describe(
-            '"ui-tars-1.5": absolute pixels of the smart-resized screenshot (UI-TARS-1.5-7B); "ui-tars": the 0–1000 relative grid.'
-          ),
-        minPixels: posInt.optional().describe('Smart-resize lower bound in pixels (Qwen default 100·28² = 78400).'),
-        maxPixels: posInt.optional().describe('Smart-resize upper bound in pixels (Qwen default 16384·28²).'),
-        resizeScreenshots: z
-          .boolean()
-          .optional()
-          .describe('Smart-resize screenshots before sending them (true), or leave it to the server (false).'),
-        maxImages: posInt.optional().describe('Screenshots kept in the context (DART: 5).'),
-        maxTexts: posInt.optional().describe('Past assistant turns kept in the context (DART: 35).'),
-        language: z.string().min(1).optional().describe('Language of the Thought part (DART: English).'),
-        callUser: z.boolean().optional().describe('List call_user() in the prompt.'),
-        password: z
-          .string()
-          .nullable()
-          .optional()
-          .describe("The machine's password named in the prompt for sudo tasks; null leaves the note out."),
-        timeoutMs: posInt.optional().describe('Per-request timeout in ms.'),
-        maxRetries: z.number().int().min(0).optional().describe('Retries of a request after the first attempt.'),
-      })
+    options: UiTarsOptionsSchema.omit({ model: true })
+      .strict()
       .refine((o) => o.minPixels === undefined || o.maxPixels === undefined || o.minPixels <= o.maxPixels, {
         path: ['minPixels'],
         message: 'must be ≤ maxPixels',
