@@ -14,7 +14,7 @@ an unreachable MinIO (StorageUnavailableError) and a lost version race are plain
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,6 +142,47 @@ def _save(
     return folder, optimizer_file
 
 
+def _save_and_commit(
+    deps: TrainerDeps,
+    model: nn.Module,
+    processor: Any,
+    optimizer: torch.optim.Optimizer,
+    *,
+    campaign: str,
+    step_no: int,
+    head: int,
+    metrics: dict[str, float],
+    groups: Sequence[dict[str, Any]],
+    loaded: LoadedBatch,
+    staleness: Callable[[int], int],
+    is_weight: dict[str, float],
+    started_at: int | None = None,
+) -> dict[str, Any]:
+    """Writes the trained model to a scratch folder and commits it (checkpoint + ledger entry) as one step."""
+    folder, optimizer_file = _save(deps, model, processor, optimizer)
+    try:
+        return commit_train_step(
+            deps.store,
+            StepOutcome(
+                campaign_id=campaign,
+                train_step=step_no,
+                from_version=head,
+                kind=deps.setup.kind,
+                folder=folder,
+                optimizer_file=optimizer_file,
+                metrics=_finite(metrics),
+                groups=groups,
+                min_versions=loaded.min_versions,
+                staleness=staleness,
+                skipped=loaded.skipped_groups,
+                is_weight=is_weight,
+                started_at=started_at,
+            ),
+        )
+    finally:
+        shutil.rmtree(folder.parent, ignore_errors=True)
+
+
 def _train_step(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
     inp = validate_train_step_input(raw)
     campaign, step_no, head = inp["campaignId"], inp["trainStep"], inp["fromVersion"]
@@ -211,32 +252,25 @@ def _train_step(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
         optimizerSteps=1.0,
         samplesPerSecond=len(fresh) / max(1e-3, time.time() - started),
     )
-    folder, optimizer_file = _save(deps, current.model, processor, optimizer)
-    try:
-        return commit_train_step(
-            deps.store,
-            StepOutcome(
-                campaign_id=campaign,
-                train_step=step_no,
-                from_version=head,
-                kind=deps.setup.kind,
-                folder=folder,
-                optimizer_file=optimizer_file,
-                metrics=_finite(metrics),
-                groups=inp["groups"],
-                min_versions=loaded.min_versions,
-                staleness=staleness,
-                skipped=loaded.skipped_groups,
-                is_weight={
-                    "mean": metrics.get("isWeightMean", 1.0),
-                    "min": metrics.get("isWeightMin", 1.0),
-                    "truncatedFraction": metrics.get("isWeightTruncatedFraction", 0.0),
-                },
-                started_at=int(started * 1000),
-            ),
-        )
-    finally:
-        shutil.rmtree(folder.parent, ignore_errors=True)
+    return _save_and_commit(
+        deps,
+        current.model,
+        processor,
+        optimizer,
+        campaign=campaign,
+        step_no=step_no,
+        head=head,
+        metrics=metrics,
+        groups=inp["groups"],
+        loaded=loaded,
+        staleness=staleness,
+        is_weight={
+            "mean": metrics.get("isWeightMean", 1.0),
+            "min": metrics.get("isWeightMin", 1.0),
+            "truncatedFraction": metrics.get("isWeightTruncatedFraction", 0.0),
+        },
+        started_at=int(started * 1000),
+    )
 
 
 def _behaviour_clone(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
@@ -272,28 +306,21 @@ def _behaviour_clone(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
         seed=f"{campaign}/bc/{step_no}",
         heartbeat=deps.heartbeat,
     )
-    folder, optimizer_file = _save(deps, current.model, processor, optimizer)
     _, staleness = _staleness({"fromVersion": head, "maxStaleness": 0})
-    try:
-        return commit_train_step(
-            deps.store,
-            StepOutcome(
-                campaign_id=campaign,
-                train_step=step_no,
-                from_version=head,
-                kind=deps.setup.kind,
-                folder=folder,
-                optimizer_file=optimizer_file,
-                metrics=_finite(metrics),
-                groups=inp["demos"],
-                min_versions=loaded.min_versions,
-                staleness=staleness,
-                skipped=loaded.skipped_groups,
-                is_weight={"mean": 1.0, "min": 1.0, "truncatedFraction": 0.0},
-            ),
-        )
-    finally:
-        shutil.rmtree(folder.parent, ignore_errors=True)
+    return _save_and_commit(
+        deps,
+        current.model,
+        processor,
+        optimizer,
+        campaign=campaign,
+        step_no=step_no,
+        head=head,
+        metrics=metrics,
+        groups=inp["demos"],
+        loaded=loaded,
+        staleness=staleness,
+        is_weight={"mean": 1.0, "min": 1.0, "truncatedFraction": 0.0},
+    )
 
 
 def _refusing_damaged_checkpoints(
