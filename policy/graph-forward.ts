@@ -48,6 +48,8 @@ export interface ForwardTrace {
   ctx?: { rowMean: string; colMean: string; u: string };
   /** The click head's input: ReLU(u) with click context, else h. */
   clickIn: string;
+  /** Present when spec.clickQuery: the instruction query q = embed·W_qᵀ [B,C]. */
+  query?: string;
   pooled: string; // [B,C]
   logp: string; // [B,A]
   p: string; // [B,A]
@@ -113,11 +115,14 @@ export function emitForward(
     clickIn = b.op('Relu', [u]);
   }
 
-  const click = b.op(
-    'Flatten',
-    [b.op('Conv', [clickIn, w('click.weight'), w('click.bias')], { kernel_shape: attr.ints([1, 1]) })],
-    { axis: attr.int(1) }
-  );
+  let clickMap = b.op('Conv', [clickIn, w('click.weight'), w('click.bias')], { kernel_shape: attr.ints([1, 1]) });
+  let query: string | undefined;
+  if (spec.clickQuery) {
+    // Instruction query: logit(cell) += Σ_c q[c]·clickIn[c,cell], a per-sample 1×1 click weight from the text.
+    query = b.gemm(embed, w('query.weight')); // [B,C]
+    clickMap = b.add(clickMap, b.reduceSum(b.mul(clickIn, b.unsqueeze(query, [2, 3])), [1], true)); // [B,1,G,G]
+  }
+  const click = b.op('Flatten', [clickMap], { axis: attr.int(1) });
   const tokens = b.gemm(pooled, w('token.weight'), w('token.bias'));
   let logits = b.op('Concat', [click, tokens], { axis: attr.int(1) });
   if (prev) {
@@ -132,7 +137,7 @@ export function emitForward(
   const p = b.op('Exp', [logp]);
   // Masked entries have p = 0 exactly and a finite logp (≈ −1e9), so p·logp is 0, never NaN.
   const entropy = b.neg(b.reduceSum(b.mul(p, logp), [1], false));
-  return { convIn, convOut, textIn: text, prev, embed, scale4, filmPre, h, ctx, clickIn, pooled, logp, p, entropy };
+  return { convIn, convOut, textIn: text, prev, embed, scale4, filmPre, h, ctx, clickIn, query, pooled, logp, p, entropy };
 }
 
 /** Declares the obs/text/mask (and, with spec.previousAction, prev) inputs with a symbolic batch dimension. */

@@ -112,7 +112,15 @@ export function buildTrainGraph(spec: PolicySpec): Uint8Array {
   const dclick = b.reshape(b.slice(dlogits, 1, 0, cells), [-1, 1, G, G]);
   grads.set('click.weight', convWeightGrad(b, clickGeo, t.clickIn, dclick));
   grads.set('click.bias', b.reduceSum(dclick, [0, 2, 3], false));
-  const dClickIn = convInputGrad(b, clickGeo, dclick, 'click.weight');
+  let dClickIn = convInputGrad(b, clickGeo, dclick, 'click.weight');
+  // Instruction query: click += Σ_c q[c]·clickIn[c] → dq = Σ_cells dclick·clickIn, dclickIn += dclick·q.
+  let dembedQuery: string | undefined;
+  if (t.query) {
+    const dq = b.reduceSum(b.mul(dclick, t.clickIn), [2, 3], false); // [B,C]
+    grads.set('query.weight', b.gemm(dq, t.embed, undefined, { transA: true, transB: false })); // [C,E]
+    dembedQuery = b.gemm(dq, 'query.weight', undefined, { transB: false }); // [B,E]
+    dClickIn = b.add(dClickIn, b.mul(dclick, b.unsqueeze(t.query, [2, 3])));
+  }
 
   let dhClick = dClickIn;
   let dpooledAll = dpooled;
@@ -146,7 +154,8 @@ export function buildTrainGraph(spec: PolicySpec): Uint8Array {
   const dfilm = b.op('Concat', [dgamma, dbeta], { axis: attr.int(1) });
   grads.set('film.weight', b.gemm(dfilm, t.embed, undefined, { transA: true, transB: false }));
   grads.set('film.bias', b.reduceSum(dfilm, [0], false));
-  const dembed = b.gemm(dfilm, 'film.weight', undefined, { transB: false });
+  const dembedFilm = b.gemm(dfilm, 'film.weight', undefined, { transB: false });
+  const dembed = dembedQuery ? b.add(dembedFilm, dembedQuery) : dembedFilm;
   grads.set('text.weight', b.gemm(dembed, t.textIn, undefined, { transA: true, transB: false }));
   if (t.prev) grads.set('prev.embed', b.gemm(dembed, t.prev.summary, undefined, { transA: true, transB: false }));
 

@@ -208,11 +208,13 @@ export function referenceForward(
   // Heads
   const cw = get(w, 'click.weight');
   const cb = get(w, 'click.bias')[0]!;
+  // Instruction query (clickQuery): the text embedding gives a per-sample addition to the click weight.
+  const q = spec.clickQuery ? linear(e, B, spec.textEmbed, get(w, 'query.weight'), null, C) : null;
   const logits = new Float64Array(B * A);
   for (let b = 0; b < B; b++) {
     for (let j = 0; j < G * G; j++) {
       let acc = cb;
-      for (let c = 0; c < C; c++) acc += cw[c]! * clickIn[(b * C + c) * G * G + j]!;
+      for (let c = 0; c < C; c++) acc += (cw[c]! + (q ? q[b * C + c]! : 0)) * clickIn[(b * C + c) * G * G + j]!;
       logits[b * A + j] = acc;
     }
   }

@@ -3,11 +3,12 @@
  * forward+backward ONNX graph, weight init, checkpoint validation, the TS reference) is derived from a
  * PolicySpec, so a bigger variant is a different spec value, never different code.
  *
- * Network (default ≈26k parameters, reference/env-and-policy.md §B7; spec version 2, issue 14):
+ * Network (default ≈26k parameters, reference/env-and-policy.md §B7; spec version 3, issue 14):
  *   obs [B,3,64,64] → conv(3→16, 4×4 s2 p1) → ReLU → conv(16→32, 4×4 s2 p1) → ReLU → conv(32→32, 3×3 p1)
  *   → FiLM: z·(1+γ)+β with [γ,β] = film(textEmbed(text) + prevEmbed(prev)) → ReLU → h [B,C,16,16]
  *   click context (clickContext): h' = ReLU(h + Wr·rowMean(h) + Wc·colMean(h) + Wg·GAP(h) + b)
- *   click head: 1×1 conv h' → [B,1,16,16] → 256 logits; token head: GAP(h) → Gemm → 16 logits
+ *   click head: 1×1 conv h' → [B,1,16,16], plus the instruction query q·h'(cell) with q = W_q·embed (clickQuery)
+ *   → 256 logits; token head: GAP(h) → Gemm → 16 logits
  *   logits = concat(click, tokens) + prevBias(prev) + mask (0 or −1e9) → LogSoftmax → logp [B,272]; entropy [B].
  *
  * Receptive field of a click logit: the conv trunk alone sees 4+3·2+2·4 = 18 input pixels of 64 (≈45 px of
@@ -19,6 +20,12 @@
  * (all zero on the first step). It enters twice: as a direct additive logit bias per (condition, click
  * or token) — so a greedy policy can learn, and starts with a prior, not to repeat an action that did
  * nothing — and, pooled to (condition, click or token), through the FiLM embedding into the features.
+ *
+ * Instruction query (clickQuery, spec v3): FiLM alone lets the instruction reach a click logit only as a
+ * product of small factors (γ ≈ 0.1 scales a channel, then ReLU, the context mix and a click weight ≈ 0.02),
+ * and a weak BC start or RL's sparse signal never leaves that plateau: "click a box" is learned, "which
+ * box" is not (docs/benchmarks.md, "click-colour under RL"). The query adds the text embedding's own
+ * per-channel weight to the click head, so the colour word meets the colour features in the logit.
  */
 import { z } from 'zod';
 import type { ExpectedTensor } from '../storage/safetensors';
@@ -63,9 +70,10 @@ export type ConvLayerSpec = z.infer<typeof ConvLayerSpecSchema>;
 export const PolicySpecSchema = z.object({
   /**
    * Bump when the meaning of the fields or the graph layout changes (checkpoints record it). 2: the
-   * instruction vocabulary, click context and previous-action input (issue 14); v1 checkpoints are refused.
+   * instruction vocabulary, click context and previous-action input (issue 14); 3: the instruction query
+   * of the click head (clickQuery). Checkpoints of an older version are refused with an explanation.
    */
-  version: z.literal(2),
+  version: z.literal(3),
   /** Side of the square RGB observation in pixels (the screenshot is area-downsampled to it). */
   imageSize: z.number().int().min(8).max(512),
   /**
@@ -93,11 +101,17 @@ export const PolicySpecSchema = z.object({
   clickContext: z.boolean(),
   /** The previous action and whether it changed the screen as input `prev` [B,2A] (see above). */
   previousAction: z.boolean(),
+  /**
+   * Instruction-conditioned click head (spec v3): the click logit of a cell adds q·h'(cell), with the query
+   * q = W_q·embed [C] from the same text (+ previous-action) embedding FiLM reads, i.e. the instruction
+   * chooses which features make a cell clickable — a bilinear text×feature match straight into the logits.
+   */
+  clickQuery: z.boolean(),
 });
 export type PolicySpec = z.infer<typeof PolicySpecSchema>;
 
 export const defaultPolicySpec: PolicySpec = {
-  version: 2,
+  version: 3,
   imageSize: 64,
   textEncoding: 'words-v1',
   // 63 named words + 65 OOV buckets; half of v1's 256 hashed buckets, so text.weight costs 2k, not 4k.
@@ -111,11 +125,13 @@ export const defaultPolicySpec: PolicySpec = {
   gridSize: 16,
   clickContext: true,
   previousAction: true,
+  clickQuery: true,
 };
 
 /**
- * Spec v1's network expressed in v2 (hashed 256-bucket text, no click context, no previous action): the
- * baseline of the issue-14 A/B (bench/learning.ts --ab). Same graph and parameter count as v1.
+ * Spec v1's network expressed in v3 (hashed 256-bucket text, no click context, no previous action, no
+ * instruction query): the baseline of the issue-14 A/B (bench/learning.ts --ab). Same graph and parameter
+ * count as v1.
  */
 export const legacyPolicySpec: PolicySpec = {
   ...defaultPolicySpec,
@@ -123,6 +139,7 @@ export const legacyPolicySpec: PolicySpec = {
   vocabSize: 256,
   clickContext: false,
   previousAction: false,
+  clickQuery: false,
 };
 
 /** The same architecture with every conv's channel count multiplied (the "one setting" to scale up). */
@@ -216,6 +233,7 @@ export function paramShapes(spec: PolicySpec): ParamShape[] {
   }
   out.push({ name: 'click.weight', shape: [1, c, 1, 1], fanIn: c });
   out.push({ name: 'click.bias', shape: [1], fanIn: c });
+  if (spec.clickQuery) out.push({ name: 'query.weight', shape: [c, spec.textEmbed], fanIn: spec.textEmbed });
   out.push({ name: 'token.weight', shape: [NUM_TOKENS, c], fanIn: c });
   out.push({ name: 'token.bias', shape: [NUM_TOKENS], fanIn: c });
   // [condition, click or token]: the logit bias for repeating the previous action (see weights.ts init).
@@ -236,8 +254,18 @@ export function paramCount(spec: PolicySpec): number {
 
 /** Canonical JSON of a spec (fixed key order) to record in checkpoints and compare on load. */
 export function specKey(spec: PolicySpec): string {
-  const { version, imageSize, textEncoding, vocabSize, textEmbed, convs, gridSize, clickContext, previousAction } =
-    spec;
+  const {
+    version,
+    imageSize,
+    textEncoding,
+    vocabSize,
+    textEmbed,
+    convs,
+    gridSize,
+    clickContext,
+    previousAction,
+    clickQuery,
+  } = spec;
   return JSON.stringify({
     version,
     imageSize,
@@ -248,6 +276,7 @@ export function specKey(spec: PolicySpec): string {
     gridSize,
     clickContext,
     previousAction,
+    clickQuery,
   });
 }
 

@@ -31,6 +31,8 @@ export const WEIGHTS_FORMAT = 'dartflow-policy-weights/1';
  *   vector, but it should not drown the instruction at init;
  * - ctx.row/col/global: √(1/(3C)) (fanIn 3C: three context terms are summed), so the context added to
  *   h has about h's scale and the click head sees it from the first update;
+ * - query.weight: 0, so the click head starts unconditioned (the same initial policy as without the
+ *   query for the same seed: no random draws) and its first gradient is Σ dclick·h'(cell) ⊗ embed;
  * - head weights (click, token): 0.1/√C, so the initial policy is near uniform (high entropy), as
  *   usual for policy-gradient heads;
  * - biases: 0, except prev.bias (below).
@@ -40,6 +42,7 @@ function initStd(name: string, fanIn: number): number {
   if (name.startsWith('conv')) return Math.sqrt(2 / fanIn);
   if (name === 'text.weight') return 1;
   if (name === 'prev.embed') return 0.5;
+  if (name === 'query.weight') return 0;
   if (name.startsWith('ctx.')) return Math.sqrt(1 / fanIn);
   return 0.1 / Math.sqrt(fanIn);
 }
@@ -132,10 +135,19 @@ function olderSpecHint(recorded: string, spec: PolicySpec): string {
   } catch {
     return '';
   }
-  return typeof version === 'number' && version < spec.version
-    ? ` (a policy spec v${version} checkpoint: spec v${spec.version} changed the text encoding and added the click-context and previous-action inputs, so it cannot be loaded — start a new campaign or retrain)`
-    : '';
+  if (typeof version !== 'number' || version >= spec.version) return '';
+  const changes = Object.entries(SPEC_CHANGES)
+    .filter(([v]) => Number(v) > version && Number(v) <= spec.version)
+    .map(([v, what]) => `spec v${v} ${what}`)
+    .join(', and ');
+  return ` (a policy spec v${version} checkpoint: ${changes}, so it cannot be loaded — start a new campaign or retrain)`;
 }
+
+/** What each spec version changed, for the refusal of an older checkpoint. */
+const SPEC_CHANGES: Record<number, string> = {
+  2: 'changed the text encoding and added the click-context and previous-action inputs',
+  3: 'added the instruction query of the click head (query.weight)',
+};
 
 /** A deep copy (Adam updates weights in place; callers keep the version they serve). */
 export function cloneWeights(weights: PolicyWeights): PolicyWeights {

@@ -8,7 +8,10 @@
  * same held-out seeds), so settings are paired by seed. Rollout and curation are configs/quickstart.yaml's.
  *
  * Run: npm run bench -- learning --sweep [--seeds 1,2] [--episodes 1024] [--eval-every 512] [--eval 64]
- *   [--demos 24] [--bc-epochs 4] [--settings base,lr-1e-3,...] [--out learning-sweep.json] [--publish]
+ *   [--demos 24] [--bc-epochs 4] [--settings base,lr-1e-3,...] [--specs v3,v2] [--out learning-sweep.json] [--publish]
+ * `--specs`: the policy architectures to run (each with its own BC start per seed): `v3` the default,
+ * `v2` the default without the instruction query in the click head (spec v2's network); a run of a
+ * non-default spec is labelled `<setting>@<spec>`.
  * `--report [file]` prints the table of a saved result. Writes <bench out dir>/learning-sweep.json after
  * every run (an interrupted sweep keeps what it measured) and learning-sweep.md (the table).
  */
@@ -20,6 +23,7 @@ import { loadInfraSettings, PROJECT_ROOT } from '../../infra/settings';
 import type { CampaignConfig, CampaignConfigInput } from '../../schemas/config';
 import { ObjectStore } from '../../storage/object-store';
 import { loadTask } from '../../tasks/loader';
+import { defaultPolicySpec, type PolicySpec } from '../../policy/spec';
 import { runLocalRl, type CurvePoint, type LocalRlStats } from './local-rl';
 import { benchOutDir, shownPath } from './output';
 
@@ -49,8 +53,16 @@ export const SWEEP_BASE: TrainerOverrides = {
   optimizerReset: 'none',
 };
 
+/** The architectures `--specs` can name (v3 = the default). */
+export const SWEEP_SPECS: Record<string, PolicySpec> = {
+  v3: defaultPolicySpec,
+  v2: { ...defaultPolicySpec, clickQuery: false },
+};
+
 export interface SweepRun {
   setting: string;
+  /** `--specs` name of the policy architecture (absent in files from before the option: the default of then). */
+  spec?: string;
   seed: number;
   trainer: CampaignConfig['trainer'];
   start: CurvePoint;
@@ -70,6 +82,8 @@ export interface SweepFile {
   setup: {
     families: string[];
     seeds: number[];
+    /** `--specs` names (absent in files from before the option). */
+    specs?: string[];
     episodes: number;
     evalEvery: number;
     evalEpisodesPerFamily: number;
@@ -129,7 +143,7 @@ export function sweepTable(file: SweepFile): string {
   for (const s of settings) {
     const rs = file.runs.filter((r) => r.setting === s);
     const reached = rs.filter((r) => r.reached90);
-    const change = Object.entries(file.setup.settings[s] ?? {})
+    const change = Object.entries(file.setup.settings[s.replace(/@.*$/, '')] ?? {})
       .map(([k, v]) => `${k}=${String(v)}`)
       .join(', ');
     lines.push(
@@ -186,6 +200,8 @@ export async function benchLearningSweep(args: string[]): Promise<void> {
   const bcEpochs = Number(argOf(args, '--bc-epochs', '4'));
   const names = argOf(args, '--settings', Object.keys(SWEEP_SETTINGS).join(',')).split(',');
   for (const n of names) if (!SWEEP_SETTINGS[n]) throw new Error(`unknown sweep setting ${n}`);
+  const specNames = argOf(args, '--specs', 'v3').split(',');
+  for (const n of specNames) if (!SWEEP_SPECS[n]) throw new Error(`unknown sweep spec ${n}`);
   const quickstart = loadCampaignConfig(path.join(PROJECT_ROOT, 'configs', 'quickstart.yaml'));
   const families = ['click-target', 'click-colour'];
   const tasks = families.map((f) => loadTask(f));
@@ -206,6 +222,7 @@ export async function benchLearningSweep(args: string[]): Promise<void> {
     setup: {
       families,
       seeds,
+      specs: specNames,
       episodes,
       evalEvery,
       evalEpisodesPerFamily: evalEpisodes,
@@ -219,9 +236,11 @@ export async function benchLearningSweep(args: string[]): Promise<void> {
   };
   const pool = new BrowserEnvPool({ slots: 4, executablePath: settings.chromiumPath });
   try {
-    for (const seed of seeds) {
-      // The weak start: a few oracle demos, a few epochs (the same for every setting of this seed).
-      const startId = `bench-sweep-start-s${seed}-${stamp}`;
+    for (const seed of seeds) for (const specName of specNames) {
+      const spec = SWEEP_SPECS[specName]!;
+      const label = (name: string) => (specName === 'v3' ? name : `${name}@${specName}`);
+      // The weak start: a few oracle demos, a few epochs (the same for every setting of this seed and spec).
+      const startId = `bench-sweep-start-${specName}-s${seed}-${stamp}`;
       console.log(`[bench learning --sweep] seed ${seed}: BC start on ${bcDemos} demos × ${bcEpochs} epochs`);
       const bc = await runLocalRl({
         store,
@@ -229,6 +248,7 @@ export async function benchLearningSweep(args: string[]): Promise<void> {
         campaignId: startId,
         tasks,
         trainer: trainerOf('base'),
+        spec,
         seed,
         groupSize: 8,
         groupsPerStep: 8,
@@ -244,13 +264,14 @@ export async function benchLearningSweep(args: string[]): Promise<void> {
       data.starts.push({ seed, campaignId: startId, version: bc.version, eval: start });
       for (const name of names) {
         const trainer = trainerOf(name);
-        console.log(`[bench learning --sweep] seed ${seed}, ${name}: ${JSON.stringify(SWEEP_SETTINGS[name])}`);
+        console.log(`[bench learning --sweep] seed ${seed}, ${label(name)}: ${JSON.stringify(SWEEP_SETTINGS[name])}`);
         const r = await runLocalRl({
           store,
           pool,
-          campaignId: `bench-sweep-${name}-s${seed}-${stamp}`,
+          campaignId: `bench-sweep-${name}-${specName}-s${seed}-${stamp}`,
           tasks,
           trainer,
+          spec,
           seed,
           groupSize: 8,
           groupsPerStep: 8,
@@ -266,7 +287,8 @@ export async function benchLearningSweep(args: string[]): Promise<void> {
         // Train steps at each curve point are not recorded by the loop; versions are (one per step).
         const hit = r.curve.find((p) => p.episodes > 0 && minFamily(p) >= 0.9);
         data.runs.push({
-          setting: name,
+          setting: label(name),
+          spec: specName,
           seed,
           trainer,
           start,

@@ -105,7 +105,7 @@ test('the initializer graph has no weight inputs; the input graph exposes every 
   assert.deepEqual([...baked.outputNames].sort(), ['entropy', 'logp']);
   const open = await ort.InferenceSession.create(buildForwardGraph(spec));
   assert.equal(open.inputNames.length, 4 + paramShapes(spec).length);
-  assert.equal(paramShapes(spec).length, 19); // v1's 13 + prev.embed, 4 ctx tensors, prev.bias
+  assert.equal(paramShapes(spec).length, 20); // v1's 13 + prev.embed, 4 ctx tensors, prev.bias (v2) + query.weight (v3)
   await baked.release();
   await open.release();
 });

@@ -15,6 +15,7 @@ import {
   paramCount,
   paramShapes,
   paramTensorSpec,
+  specKey,
   validateSpec,
   widenSpec,
 } from '../../policy/spec';
@@ -22,8 +23,10 @@ import { initWeights, REPEAT_NOOP_PRIOR, weightsFromSafetensors, weightsToSafete
 
 test('default spec: ≈26k parameters (v1: 24,001), 272 actions, 16×16 grid', () => {
   const n = paramCount(defaultPolicySpec);
-  // v1 24,001 − 2,048 (text 256 → 128 slots) + 544 (prev.embed) + 3,104 (click context) + 34 (prev.bias).
-  assert.equal(n, 25_635);
+  // v1 24,001 − 2,048 (text 256 → 128 slots) + 544 (prev.embed) + 3,104 (click context) + 34 (prev.bias)
+  // = v2 25,635; + 512 (v3: query.weight, 32 channels × 16 embedding).
+  assert.equal(n, 26_147);
+  assert.equal(paramCount({ ...defaultPolicySpec, clickQuery: false }), 25_635);
   assert.equal(paramCount(legacyPolicySpec), 24_001);
   assert.equal(numActions(defaultPolicySpec), 272);
   assert.deepEqual(
@@ -49,6 +52,7 @@ test('default spec: ≈26k parameters (v1: 24,001), 272 actions, 16×16 grid', (
       'ctx.bias:32',
       'click.weight:1x32x1x1',
       'click.bias:1',
+    'query.weight:32x16',
       'token.weight:16x32',
       'token.bias:16',
       'prev.bias:2x17',
@@ -151,8 +155,27 @@ test('a checkpoint of policy spec v1 is refused with a message naming the versio
     (e: Error) =>
       e instanceof SafetensorsError &&
       /policy spec v1 checkpoint: spec v2 changed the text encoding/.test(e.message) &&
+      /spec v3 added the instruction query/.test(e.message) &&
       /checkpoints\/v7/.test(e.message)
   );
   // Without the spec metadata the tensors themselves do not fit (text.weight 16×256, no ctx.* / prev.*).
   assert.throws(() => weightsFromSafetensors(defaultPolicySpec, encodeSafetensors(tensors)), /text.weight/);
+});
+
+test('a checkpoint of policy spec v2 is refused with a message naming the click-head query', () => {
+  // What v2 wrote: its specKey JSON (no clickQuery) and its 19 tensors (no query.weight).
+  const v2Net = { ...defaultPolicySpec, clickQuery: false };
+  const { clickQuery: _omit, ...v2Fields } = JSON.parse(specKey(v2Net)) as Record<string, unknown>;
+  const v2Key = JSON.stringify({ ...v2Fields, version: 2 });
+  const w = initWeights(v2Net, 3);
+  const tensors = Object.fromEntries(paramShapes(v2Net).map((p) => [p.name, f32Tensor(p.shape, w[p.name]!)]));
+  const buf = encodeSafetensors(tensors, { format: 'dartflow-policy-weights/1', spec: v2Key });
+  assert.throws(
+    () => weightsFromSafetensors(defaultPolicySpec, buf, 'checkpoints/v3'),
+    (e: Error) =>
+      e instanceof SafetensorsError &&
+      /policy spec v2 checkpoint: spec v3 added the instruction query of the click head/.test(e.message) &&
+      !/spec v2 changed/.test(e.message)
+  );
+  assert.throws(() => weightsFromSafetensors(defaultPolicySpec, encodeSafetensors(tensors)), /query.weight/);
 });
