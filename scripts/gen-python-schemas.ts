@@ -24,6 +24,7 @@ import {
   CheckpointManifestSchema,
   LedgerEntrySchema,
   StepRecordSchema,
+  TrainSampleRecordSchema,
   TrajectoryManifestSchema,
 } from '../schemas/records';
 import { HfCheckpointManifestSchema } from '../rollout/vllm/hf-checkpoint';
@@ -67,6 +68,11 @@ export const PYTHON_CONTRACTS: Record<string, { schema: z.ZodType; io: 'input' |
   'trajectory-manifest': { schema: TrajectoryManifestSchema, io: 'input', title: 'TrajectoryManifest' },
   'checkpoint-manifest': { schema: CheckpointManifestSchema, io: 'input', title: 'CheckpointManifest' },
   'ledger-entry': { schema: LedgerEntrySchema, io: 'input', title: 'LedgerEntry' },
+  'train-sample-record': {
+    schema: TrainSampleRecordSchema,
+    io: 'input',
+    title: 'TrainSampleRecord (train-samples/step-<n>-<attempt>.jsonl line)',
+  },
   'hf-checkpoint-manifest': {
     schema: HfCheckpointManifestSchema,
     io: 'input',

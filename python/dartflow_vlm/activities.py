@@ -5,7 +5,8 @@ contracts of activities/trainer/train-step.ts for a Hugging Face VLM.
     → read the checkpoint chain (a damaged hf.json refuses the step before any training)
     → load the current version (and the KL reference) → load the step samples from MinIO
     → staleness bound along the lineage (pooled successes exempt) → train (train_step.py / bc_step.py)
-    → save the folder + AdamW moments → commit (commit.py: one checkpoint, one ledger entry)
+    → save the folder + AdamW moments → commit (commit.py: one checkpoint, one ledger entry, and for a
+      train step the per-sample record the entry names)
 
 Errors a retry cannot change are TrainerErrors (errors.py) with the TypeScript trainer's type names;
 an unreachable MinIO (StorageUnavailableError) and a lost version race are plain, retryable errors.
@@ -27,9 +28,9 @@ from .bc_step import bc_epochs
 from .commit import StepOutcome, commit_train_step, complete_manifests, read_committed
 from .errors import CheckpointUnavailableError, InvalidTrainInput
 from .models import PolicySetup
-from .samples import LoadedBatch, load_samples
+from .samples import LoadedBatch, LoadedSample, load_samples
 from .store import CorruptObjectError, ObjectNotFoundError, ObjectStore
-from .train_step import TrainConfig, make_optimizer, train_step
+from .train_step import SampleStats, TrainConfig, make_optimizer, train_step
 from .validate import validate_behaviour_clone_input, validate_train_step_input
 
 Heartbeat = Callable[[dict[str, Any]], None]
@@ -127,6 +128,34 @@ def _staleness(inp: dict[str, Any]) -> tuple[Callable[[int], bool], Callable[[in
     return is_allowed, staleness
 
 
+def compact(x: float) -> float:
+    """A per-sample record value rounded to 6 significant digits (train-step.ts `compact`)."""
+    return float(f"{x:.6g}")
+
+
+def sample_rows(
+    fresh: Sequence[LoadedSample], stats: Sequence[SampleStats], staleness: Callable[[int], int]
+) -> list[dict[str, Any]]:
+    """The per-sample record (schemas/records.ts TrainSampleRecordSchema): one row per trained step
+    sample, in batch order."""
+    if len(fresh) != len(stats):
+        raise ValueError(f"internal: {len(stats)} per-sample results for {len(fresh)} step samples")
+    return [
+        {
+            "trajectoryId": f.sample.trajectory_id,
+            "step": f.sample.step,
+            "advantage": compact(st.advantage),
+            "selected": st.selected,
+            "entropy": compact(st.entropy),
+            "logpOld": compact(st.logp_old),
+            "logpBehaviour": None if st.logp_behaviour is None else compact(st.logp_behaviour),
+            "isWeight": compact(st.is_weight),
+            "staleness": staleness(f.policy_version),
+        }
+        for f, st in zip(fresh, stats, strict=True)
+    ]
+
+
 def _finite(metrics: dict[str, float]) -> dict[str, float]:
     return {k: float(v) for k, v in metrics.items() if v == v and abs(v) != float("inf")}
 
@@ -157,6 +186,7 @@ def _save_and_commit(
     staleness: Callable[[int], int],
     is_weight: dict[str, float],
     started_at: int | None = None,
+    samples: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Writes the trained model to a scratch folder and commits it (checkpoint + ledger entry) as one step."""
     folder, optimizer_file = _save(deps, model, processor, optimizer)
@@ -177,6 +207,7 @@ def _save_and_commit(
                 skipped=loaded.skipped_groups,
                 is_weight=is_weight,
                 started_at=started_at,
+                samples=samples,
             ),
         )
     finally:
@@ -270,6 +301,7 @@ def _train_step(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
             "truncatedFraction": metrics.get("isWeightTruncatedFraction", 0.0),
         },
         started_at=int(started * 1000),
+        samples=sample_rows(fresh, result.samples, staleness),
     )
 
 

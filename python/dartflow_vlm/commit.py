@@ -16,8 +16,16 @@ so here the claim is a separate object written first:
    returns the entry that won; if it had uploaded a checkpoint the entry does not point at, it removes it
    (hf.json first), so nothing may mistake a losing attempt's weights for the step's output. Its claim
    stays as a tombstone: version numbers are never reused.
+
+The per-sample record (one TrainSampleRecord row per trained step sample) is written by every attempt
+before it claims a version, at `train-samples/step-<n>-<attempt>.jsonl` with the attempt tag its
+`hf-claim.json` carries (commit.ts tags it like the attempt's weights). The ledger entry names (key +
+sha256) the record of the attempt whose checkpoint it commits, whichever attempt writes the entry (an
+adopted checkpoint's is found through its claim's tag); an attempt whose record the committed entry does
+not name removes it. So the record a ledger entry names describes the training behind its checkpoint.
 """
 
+import hashlib
 import json
 import time
 import uuid
@@ -28,7 +36,7 @@ from typing import Any
 
 from . import checkpoints, keys
 from .samples import SkippedGroup
-from .store import CorruptObjectError, ObjectStore
+from .store import CorruptObjectError, ObjectNotFoundError, ObjectStore
 from .validate import problems
 
 # Rounds of "list, then claim max + 1" before giving up (each lost round means another version landed).
@@ -54,6 +62,9 @@ class StepOutcome:
     is_weight: dict[str, float]
     skipped: list[SkippedGroup] = field(default_factory=list)
     started_at: int | None = None
+    # One TrainSampleRecord row per trained step sample (written before the version claim); None for
+    # behaviour cloning.
+    samples: list[dict[str, Any]] | None = None
 
 
 def result_of(entry: dict[str, Any], ledger_key: str, reused: bool) -> dict[str, Any]:
@@ -128,7 +139,70 @@ def _settle_version(
     )
 
 
-def _ledger_entry(o: StepOutcome, checkpoint: dict[str, Any]) -> dict[str, Any]:
+def serialize_samples(rows: Sequence[dict[str, Any]]) -> bytes:
+    """The record's bytes as storage/object-store.ts serializeJsonLines writes them (compact JSON, one row a
+    line, no trailing newline), each row checked against the generated `train-sample-record` schema."""
+    for i, row in enumerate(rows):
+        found = problems("train-sample-record", row)
+        if found:
+            raise ValueError(f"internal: per-sample record row {i} does not match its schema: {found[0]}")
+    return "\n".join(json.dumps(r, separators=(",", ":"), allow_nan=False) for r in rows).encode()
+
+
+def _put_samples(store: ObjectStore, o: StepOutcome, attempt: str) -> dict[str, Any] | None:
+    if o.samples is None:
+        return None
+    ref = store.put_bytes(
+        keys.train_samples(o.campaign_id, o.train_step, attempt),
+        serialize_samples(o.samples),
+        "application/x-ndjson",
+    )
+    return {**ref.to_json(), "rows": len(o.samples)}
+
+
+def _claim_attempt(store: ObjectStore, campaign_id: str, version: int) -> str | None:
+    """The attempt tag of the claim of `version` (the attempt that uploaded its files), if readable."""
+    try:
+        claim = json.loads(store.get_bytes(keys.hf_claim(campaign_id, version)))
+    except (ObjectNotFoundError, CorruptObjectError, ValueError):
+        return None
+    attempt = claim.get("attempt") if isinstance(claim, dict) else None
+    return attempt if isinstance(attempt, str) and attempt else None
+
+
+def _samples_of_checkpoint(
+    store: ObjectStore,
+    o: StepOutcome,
+    checkpoint: dict[str, Any],
+    attempt: str,
+    own: dict[str, Any] | None,
+) -> dict[str, Any] | None:
+    """The per-sample record of the attempt that trained `checkpoint`: this attempt's own, or (adopting
+    another attempt's checkpoint) the one that attempt wrote before its claim. None when there is none
+    (no readable claim, or a writer that wrote no record, or the record is gone or damaged)."""
+    tag = _claim_attempt(store, o.campaign_id, checkpoint["version"])
+    if tag is None:
+        return None
+    if tag == attempt:
+        return own
+    try:
+        key = keys.train_samples(o.campaign_id, o.train_step, tag)
+        data = store.get_bytes(key)
+    except (ObjectNotFoundError, CorruptObjectError, ValueError):
+        return None
+    text = data.decode("utf-8", errors="replace")
+    return {
+        "bucket": store.bucket,
+        "key": key,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "rows": 0 if not text else len(text.split("\n")),
+    }
+
+
+def _ledger_entry(
+    o: StepOutcome, checkpoint: dict[str, Any], samples: dict[str, Any] | None = None
+) -> dict[str, Any]:
     skipped_ids = {k.group_id for k in o.skipped}
     entry: dict[str, Any] = {
         "schemaVersion": 1,
@@ -157,6 +231,8 @@ def _ledger_entry(o: StepOutcome, checkpoint: dict[str, Any]) -> dict[str, Any]:
     }
     if o.skipped:
         entry["skipped"] = [k.to_json() for k in o.skipped]
+    if samples is not None:
+        entry["samples"] = samples
     if o.started_at is not None:
         entry["startedAt"] = o.started_at
     return entry
@@ -169,16 +245,26 @@ def commit_train_step(store: ObjectStore, o: StepOutcome) -> dict[str, Any]:
         return committed
     ledger_key = keys.ledger_entry(o.campaign_id, o.train_step)
     attempt = uuid.uuid4().hex[:12]
+    # Before the claim: once a claim names this attempt, its record exists for whoever commits.
+    own = _put_samples(store, o, attempt)
+
+    def drop_own_unless(named: dict[str, Any] | None) -> None:
+        # An attempt's record the committed entry does not name describes training nobody kept.
+        if own is not None and (named is None or named.get("key") != own["key"]):
+            store.remove(own["key"])
+
     manifest, claimed_here = _settle_version(store, o, ledger_key, attempt)
-    entry = _ledger_entry(o, manifest)
+    entry = _ledger_entry(o, manifest, _samples_of_checkpoint(store, o, manifest, attempt, own))
     found = problems("ledger-entry", entry)
     if found:
         raise ValueError(f"internal: the ledger entry does not match its schema: {found[0]}")
     if store.put_if_absent(ledger_key, json.dumps(entry).encode()):
+        drop_own_unless(entry.get("samples"))
         return result_of(entry, ledger_key, not claimed_here)
     winner = read_ledger(store, o.campaign_id, o.train_step)
     assert winner is not None
     own_won = claimed_here and winner["toVersion"] == manifest["version"]
     if claimed_here and not own_won:
         checkpoints.remove(store, manifest)
+    drop_own_unless(winner.get("samples"))
     return result_of(winner, ledger_key, not own_won)

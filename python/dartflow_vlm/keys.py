@@ -58,4 +58,18 @@ def ledger_entry(campaign_id: str, train_step: int) -> str:
     return f"{_campaign(campaign_id)}/ledger/step-{_pad(train_step)}.json"
 
 
+def train_samples_prefix(campaign_id: str) -> str:
+    return f"{_campaign(campaign_id)}/train-samples/"
+
+
+def train_samples(campaign_id: str, train_step: int, attempt: str) -> str:
+    """storage/keys.ts trainSamples: a train step's per-sample record (TrainSampleRecord rows, JSON Lines),
+    one per attempt (`attempt`: the tag the attempt's `hf-claim.json` carries); the ledger entry names the
+    one of the attempt whose checkpoint it commits. Outside ledger/, whose readers take every object there
+    for a ledger entry."""
+    return (
+        f"{train_samples_prefix(campaign_id)}step-{_pad(train_step)}-{safe_segment(attempt, 'attempt')}.jsonl"
+    )
+
+
 VERSION_IN_KEY = re.compile(r"/checkpoints/v(\d+)/")

@@ -188,4 +188,5 @@ def _step_sample(
         group_id=group["groupId"],
         trajectory_id=ref["trajectoryId"],
         reward=float(ref["reward"]),
+        step=int(step["step"]),
     )

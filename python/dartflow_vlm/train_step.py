@@ -12,6 +12,10 @@
     → global-norm gradient clip, one AdamW step → `save_pretrained` folder (safetensors + processor
       files: vLLM and transformers load it unmodified).
 
+Besides the metrics it returns what it did with each step sample (SampleStats: advantage, selection,
+π_old entropy and log-prob, behaviour log-prob, the IS weight the loss used), the rows of the per-sample
+record the activity writes (schemas/records.ts TrainSampleRecordSchema).
+
 NaN or ∞ in an input, the loss or the gradients raises NonFiniteLossError before the optimiser
 touches the weights. Under torch.distributed (FSDP, one process per rank with its share of the batch)
 the entropy selection and the normaliser are global and every rank ends with the same weights.
@@ -20,7 +24,7 @@ the entropy selection and the normaliser are global and every rank ends with the
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +40,10 @@ from .algorithms import (
     StatisticsOver,
     dart_loss,
     high_entropy_mask,
+    masked_sample_mean,
     step_advantages,
     token_entropy,
+    truncated_is_weight,
 )
 from .errors import InvalidTrainInput, NonFiniteLossError
 from .score import prompt_inputs
@@ -53,6 +59,22 @@ class StepSample:
     group_id: str
     trajectory_id: str
     reward: float
+    step: int = 0  # the step's index in its trajectory (StepRecord.step)
+
+
+@dataclass(frozen=True)
+class SampleStats:
+    """What one train step did with one step sample (a TrainSampleRecord row without trajectory and
+    staleness, which the activity knows): in the order of the `samples` given to train_step."""
+
+    advantage: float  # step-wise GRPO advantage
+    selected: bool  # kept by the high-entropy selection (always True when it is off)
+    entropy: float  # mean token entropy under π_old: what the selection ranked
+    logp_old: float  # Σ_t log π_old(token_t): the step's summed token log-prob under π_old
+    logp_behaviour: float | None  # Σ_t of vLLM's recorded logprobs; None when none were recorded (demos)
+    # The truncated IS weight the loss used. TIS here is per token (min(π_old/π_vLLM, C) for each token),
+    # so this is the step's mean token weight (1 when use_tis is off; min(1, C) without behaviour logprobs).
+    is_weight: float
 
 
 @dataclass(frozen=True)
@@ -103,6 +125,7 @@ class TrainConfig:
 class StepResult:
     metrics: dict[str, float]
     out_dir: Path | None
+    samples: list[SampleStats] = field(default_factory=list)  # one per given step sample, in order
 
 
 Heartbeat = Callable[[dict[str, Any]], None]
@@ -318,6 +341,20 @@ def train_step(
         config=loss_config,
         normalizer=max(1.0, float(selection.sum())),
     ).metrics
+    # Per sample: the IS weight the loss multiplied into its PPO term (token-level TIS: the step's mean).
+    token_weight, _ = truncated_is_weight(old, behaviour, cap=loss_config.tis_cap, behaviour_present=present)
+    sample_weight = masked_sample_mean(token_weight, mask)
+    per_sample = [
+        SampleStats(
+            advantage=float(advantages[i]),
+            selected=bool(selection[i] != 0),
+            entropy=entropies[i],
+            logp_old=float(old_rows[i].sum()),
+            logp_behaviour=math.fsum(s.behaviour_logprobs) if s.behaviour_logprobs is not None else None,
+            is_weight=float(sample_weight[i]) if loss_config.use_tis else 1.0,
+        )
+        for i, s in enumerate(samples)
+    ]
     metrics = {
         **summary,
         "gradNorm": norm,
@@ -332,7 +369,7 @@ def train_step(
         save_checkpoint(model, processor, out_dir)
         metrics["saveSeconds"] = time.perf_counter() - save_started
     metrics["stepSeconds"] = time.perf_counter() - started
-    return StepResult(metrics, out_dir)
+    return StepResult(metrics, out_dir, per_sample)
 
 
 def save_checkpoint(model: nn.Module, processor: Qwen2VLProcessor, out_dir: Path) -> None:

@@ -27,6 +27,7 @@ CONTRACTS = (
     "trajectory-manifest",
     "checkpoint-manifest",
     "ledger-entry",
+    "train-sample-record",
     "hf-checkpoint-manifest",
     "prompt-record",
 )

@@ -91,6 +91,19 @@ def test_one_step_changes_weights_in_the_advantage_direction_and_saves_a_loadabl
     gain = sum(float(a) * float((n - o).mean()) for a, n, o in zip(advantages, new, old, strict=True))
     assert gain > 0.01, gain
 
+    # What the step did with each sample (the per-sample record's values), in the order given.
+    assert len(result.samples) == len(samples)
+    assert [r.advantage for r in result.samples] == pytest.approx([float(a) for a in advantages])
+    assert sum(r.selected for r in result.samples) == m["numSelected"]
+    assert m["entropyMean"] == pytest.approx(sum(r.entropy for r in result.samples) / len(samples))
+    for r, s, o in zip(result.samples, samples, old, strict=True):
+        assert r.logp_old == pytest.approx(float(o.double().sum()), rel=1e-6)
+        assert s.behaviour_logprobs is not None
+        assert r.logp_behaviour == pytest.approx(sum(s.behaviour_logprobs))
+        # Token-level TIS (cap 1): the step's mean token weight, below 1 where some tokens were cut.
+        assert 0 < r.is_weight <= 1
+    assert min(r.is_weight for r in result.samples) < 1
+
     # The folder is a Hugging Face checkpoint with exactly the trained weights.
     assert (out / "model.safetensors").is_file()
     loaded = Qwen2VLForConditionalGeneration.from_pretrained(out, dtype=torch.float32)

@@ -4,6 +4,7 @@ transformers loads, the ledger entry, idempotency (retry, crash between checkpoi
 in-flight claim of the same step), LoRA with optimizer state carried to the next step, behaviour
 cloning from demonstrations, and the typed refusals."""
 
+import hashlib
 import json
 import shutil
 import uuid
@@ -63,6 +64,25 @@ def versions(store: ObjectStore, campaign: str) -> list[int]:
     return sorted(v for v, s in checkpoints.list_versions(store, campaign).items() if s.complete)
 
 
+def sample_records(store: ObjectStore, campaign: str, step: int) -> list[str]:
+    """Every per-sample record object of train step `step` (any attempt)."""
+    prefix = f"{keys.train_samples_prefix(campaign)}step-{step:06d}-"
+    return sorted(store.list(prefix))
+
+
+def named_rows(store: ObjectStore, ledger: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of the record the ledger entry names, read through its sha256 and checked."""
+    ref = ledger["samples"]
+    data = store.get_bytes(ref["key"], ref["sha256"])
+    assert hashlib.sha256(data).hexdigest() == ref["sha256"]
+    assert len(data) == ref["bytes"]
+    rows = [json.loads(line) for line in data.decode().split("\n")] if data else []
+    assert len(rows) == ref["rows"]
+    for row in rows:
+        assert problems("train-sample-record", row) == []
+    return rows
+
+
 def download(store: ObjectStore, campaign: str, version: int, dest: Path) -> Path:
     return checkpoints.download(store, checkpoints.read_hf_manifest(store, campaign, version), dest)
 
@@ -94,9 +114,25 @@ def test_train_step_writes_a_loadable_checkpoint_and_a_ledger_entry_once(
     assert manifest["ledgerKey"] == result["ledgerKey"]
     assert "optimizerState" in manifest
 
+    # The per-sample record: written under the attempt's claim tag, named by the ledger entry.
+    claim = json.loads(store.get_bytes(keys.hf_claim(campaign, 1)))
+    assert ledger["samples"]["key"] == keys.train_samples(campaign, 1, claim["attempt"])
+    assert sample_records(store, campaign, 1) == [ledger["samples"]["key"]]
+    rows = named_rows(store, ledger)
+    assert len(rows) == ledger["metrics"]["samples"], "one row per trained step sample"
+    consumed = {c["trajectoryId"] for c in ledger["consumed"]}
+    assert {r["trajectoryId"] for r in rows} == consumed
+    assert len({(r["trajectoryId"], r["step"]) for r in rows}) == len(rows)
+    selected = sum(r["selected"] for r in rows)
+    assert 0 < selected < len(rows)
+    assert selected / len(rows) == pytest.approx(ledger["metrics"]["selectedFraction"])
+    assert all(r["logpBehaviour"] is not None and 0 < r["isWeight"] <= 1 for r in rows)
+    assert all(r["staleness"] == 0 for r in rows)
+
     again = run_train_step(d, step_input(campaign, groups))
     assert again == {**result, "reused": True}
     assert versions(store, campaign) == [1]
+    assert sample_records(store, campaign, 1) == [ledger["samples"]["key"]], "a retry writes no record"
 
 
 def test_a_checkpoint_uploaded_before_a_crash_is_adopted_and_an_in_flight_claim_is_never_written_into(
@@ -110,9 +146,18 @@ def test_a_checkpoint_uploaded_before_a_crash_is_adopted_and_an_in_flight_claim_
     result = run_train_step(deps(store, models, tmp_path), step_input(campaign, groups))
     assert (result["version"], result["reused"]) == (2, False)
     assert versions(store, campaign) == [2]
+    first = json.loads(store.get_bytes(result["ledgerKey"]))
+    assert sample_records(store, campaign, 1) == [first["samples"]["key"]]
+    assert named_rows(store, first)
 
-    # Step 2: an attempt uploaded v3 and crashed before its ledger entry; the retry adopts v3.
+    # Step 2: an attempt wrote its per-sample record, uploaded v3 and crashed before its ledger entry;
+    # the retry adopts v3, names the crashed attempt's record (the training behind v3) and removes its own.
     ledger2 = keys.ledger_entry(campaign, 2)
+    crashed_rows = [{**r, "advantage": 0.5} for r in named_rows(store, first)]
+    crashed_ref = store.put_bytes(
+        keys.train_samples(campaign, 2, "crashed"),
+        "\n".join(json.dumps(r, separators=(",", ":")) for r in crashed_rows).encode(),
+    )
     assert checkpoints.claim_version(store, campaign, 3, 2, ledger2, "crashed")
     checkpoints.upload(
         store,
@@ -129,6 +174,14 @@ def test_a_checkpoint_uploaded_before_a_crash_is_adopted_and_an_in_flight_claim_
     retry = run_train_step(deps(store, models, tmp_path), retry_input)
     assert (retry["version"], retry["reused"], retry["metrics"]) == (3, True, {"loss": 0.5})
     assert versions(store, campaign) == [2, 3]
+    entry2 = json.loads(store.get_bytes(ledger2))
+    assert {k: entry2["samples"][k] for k in ("key", "sha256", "bytes")} == {
+        "key": crashed_ref.key,
+        "sha256": crashed_ref.sha256,
+        "bytes": crashed_ref.bytes,
+    }
+    assert named_rows(store, entry2) == crashed_rows
+    assert sample_records(store, campaign, 2) == [crashed_ref.key], "the retry removed its own record"
 
 
 def test_lora_steps_carry_the_adapter_and_its_optimizer_state(
@@ -181,6 +234,8 @@ def test_behaviour_clone_from_demonstrations(
     assert result["version"] == 1
     assert result["metrics"]["optimizerSteps"] == 2
     assert result["metrics"]["bcLoss"] > 0
+    assert "samples" not in json.loads(store.get_bytes(result["ledgerKey"])), "BC writes no record"
+    assert sample_records(store, campaign, 1) == []
 
 
 def test_bad_inputs_are_typed_refusals_naming_the_problem(
@@ -267,6 +322,11 @@ def test_an_all_failed_group_trains_with_a_pooled_demonstration_in_place_of_a_fa
     ledger = json.loads(store.get_bytes(result["ledgerKey"]))
     assert [c["injectedFromPool"] for c in ledger["consumed"]] == [False, False, True]
     assert [c["reward"] for c in ledger["consumed"]] == [0.0, 0.0, 1.0]
+    rows = {r["trajectoryId"]: r for r in named_rows(store, ledger)}
+    assert rows[injected["trajectoryId"]]["logpBehaviour"] is None, "a demonstration: no behaviour log-prob"
+    assert rows[injected["trajectoryId"]]["isWeight"] == 1
+    assert rows[injected["trajectoryId"]]["advantage"] > 0, "the group's only success"
+    assert all(rows[t["trajectoryId"]]["advantage"] < 0 for t in failed)
 
     # The same trajectory not injected is an ordinary sample of version 7: outside the bound.
     as_online = [{**group, "trajectories": [*failed, {**injected, "injectedFromPool": False}]}]
