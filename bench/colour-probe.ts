@@ -40,7 +40,14 @@ import { actionMask, indexFromAction } from '../policy/action-space';
 import { encodeInstruction, encodePreviousAction, encodeScreenshot } from '../policy/observation';
 import { sampleAction } from '../policy/sampling';
 import { createTrainSession, packBatch, type ObservationRow, type PolicyTrainSession } from '../policy/session';
-import { defaultPolicySpec, numActions, numCells, paramCount, type PolicySpec } from '../policy/spec';
+import {
+  clickQueryPolicySpec,
+  defaultPolicySpec,
+  numActions,
+  numCells,
+  paramCount,
+  type PolicySpec,
+} from '../policy/spec';
 import { initWeights, type PolicyWeights } from '../policy/weights';
 import { TrainerSchema } from '../schemas/config';
 
@@ -82,7 +89,8 @@ function cellPixel(img: PNG, cell: number): [number, number, number] {
 }
 
 function colourName([r, g, b]: [number, number, number]): string {
-  for (const [name, cr, cg, cb] of COLOURS) if (Math.abs(r - cr) + Math.abs(g - cg) + Math.abs(b - cb) < 12) return name;
+  for (const [name, cr, cg, cb] of COLOURS)
+    if (Math.abs(r - cr) + Math.abs(g - cg) + Math.abs(b - cb) < 12) return name;
   return '';
 }
 
@@ -134,7 +142,8 @@ async function collect(): Promise<void> {
               outcome.push(bbox && x >= bbox[0] && x <= bbox[2] && y >= bbox[1] && y <= bbox[3] ? 1 : -1);
             }
           }
-          if (outcome[oracleCell] !== 1) console.warn(`${family} seed ${seed}: oracle cell ${oracleCell} not a success`);
+          if (outcome[oracleCell] !== 1)
+            console.warn(`${family} seed ${seed}: oracle cell ${oracleCell} not a success`);
           screens.push({
             family,
             seed,
@@ -234,7 +243,15 @@ async function rollout(
       }
       const a = sampleAction(lp, { greedy: opts.greedy, seed: episodes[l.i]!.seed * 31 + t });
       const e = episodes[l.i]!;
-      l.steps.push({ enc: e.enc, prev: l.prev, action: a.index, logpBehaviour: a.logp, groupId: e.groupId, trajectoryId: e.trajectoryId, reward: 0 });
+      l.steps.push({
+        enc: e.enc,
+        prev: l.prev,
+        action: a.index,
+        logpBehaviour: a.logp,
+        groupId: e.groupId,
+        trajectoryId: e.trajectoryId,
+        reward: 0,
+      });
       const cells = numCells(spec);
       if (a.index < cells) {
         const o = e.enc.s.outcome[a.index]!;
@@ -267,7 +284,16 @@ interface EvalPoint {
 
 async function evaluate(sess: PolicyTrainSession, w: PolicyWeights, held: Record<string, Enc[]>, episodes: number) {
   const spec = sess.spec;
-  const p: EvalPoint = { episodes, greedy: {}, sampled: {}, entropy: {}, sensitivity: 0, tv: 0, massTarget: 0, massOther: 0 };
+  const p: EvalPoint = {
+    episodes,
+    greedy: {},
+    sampled: {},
+    entropy: {},
+    sensitivity: 0,
+    tv: 0,
+    massTarget: 0,
+    massOther: 0,
+  };
   for (const [family, encs] of Object.entries(held)) {
     const eps = encs.map((enc, i) => ({ enc, groupId: 'eval', trajectoryId: `e${i}`, seed: i + 7 }));
     const g = await rollout(sess, w, eps, { greedy: true, maxSteps: 4 });
@@ -287,7 +313,9 @@ async function evaluate(sess: PolicyTrainSession, w: PolicyWeights, held: Record
     const cells = numCells(spec);
     for (const enc of cc.slice(0, 100)) {
       const present = [...new Set(enc.s.colourAt.filter((c) => c))];
-      const rows = present.map((c) => row(spec, { ...enc, text: encodeInstruction(`Click the ${c} box.`, spec) }, null));
+      const rows = present.map((c) =>
+        row(spec, { ...enc, text: encodeInstruction(`Click the ${c} box.`, spec) }, null)
+      );
       const { logp, A } = await forward(sess, w, rows);
       const probs = present.map((_, k) => Array.from(logp.subarray(k * A, k * A + cells), Math.exp));
       const boxOf = (k: number) => {
@@ -321,12 +349,14 @@ async function evaluate(sess: PolicyTrainSession, w: PolicyWeights, held: Record
   return p;
 }
 
-const arg = (args: string[], name: string, dflt: string) => (args.includes(name) ? args[args.indexOf(name) + 1]! : dflt);
+const arg = (args: string[], name: string, dflt: string) =>
+  args.includes(name) ? args[args.indexOf(name) + 1]! : dflt;
 
 async function loadSpec(name: string): Promise<PolicySpec> {
   if (name === 'default') return defaultPolicySpec;
   // spec v2's network (no instruction query in the click head): the "before" of the comparison.
-  if (name === 'v2') return { ...defaultPolicySpec, clickQuery: false };
+  if (name === 'v2') return defaultPolicySpec;
+  if (name === 'v3') return clickQueryPolicySpec;
   const mod = (await import('../policy/spec')) as unknown as Record<string, PolicySpec>;
   const s = mod[`${name}PolicySpec`];
   if (!s) throw new Error(`no spec ${name}PolicySpec in policy/spec.ts`);
@@ -357,7 +387,9 @@ async function rl(args: string[]): Promise<void> {
   const held: Record<string, Enc[]> = {};
   for (const f of families) {
     train[f] = load(f, 'train').map((s) => encode(spec, s));
-    held[f] = load(f, 'heldOut').slice(0, heldN).map((s) => encode(spec, s));
+    held[f] = load(f, 'heldOut')
+      .slice(0, heldN)
+      .map((s) => encode(spec, s));
   }
   const sess = await createTrainSession(spec);
   const results: Array<{ seed: number; curve: EvalPoint[]; steps: Array<Record<string, number>> }> = [];
@@ -373,11 +405,17 @@ async function rl(args: string[]): Promise<void> {
       }
     const bcOpt = createAdamState(w);
     for (let ep = 0; ep < bcEpochs; ep++) {
-      const order = shuffled(bcRows.map((_, i) => i), rng);
+      const order = shuffled(
+        bcRows.map((_, i) => i),
+        rng
+      );
       for (let s = 0; s < order.length; s += 64) {
         const rows = order.slice(s, s + 64).map((i) => bcRows[i]!);
         const { grads } = await sess.gradients(w, {
-          ...packBatch(spec, rows.map((x) => x.r)),
+          ...packBatch(
+            spec,
+            rows.map((x) => x.r)
+          ),
           actions: rows.map((x) => x.a),
           g: new Float32Array(rows.length).fill(-1 / rows.length),
           entCoef: new Float32Array(rows.length),
@@ -392,7 +430,10 @@ async function rl(args: string[]): Promise<void> {
     const log = (p: EvalPoint) => {
       curve.push(p);
       const fam = Object.keys(p.greedy)
-        .map((f) => `${f} ${(p.greedy[f]! * 100).toFixed(0)}/${(p.sampled[f]! * 100).toFixed(0)} H=${p.entropy[f]!.toFixed(2)}`)
+        .map(
+          (f) =>
+            `${f} ${(p.greedy[f]! * 100).toFixed(0)}/${(p.sampled[f]! * 100).toFixed(0)} H=${p.entropy[f]!.toFixed(2)}`
+        )
         .join(' | ');
       console.log(
         `seed ${seed} ep ${p.episodes}: greedy/T1 ${fam} | colour sens ${(p.sensitivity * 100).toFixed(0)}% tv ${p.tv.toFixed(2)} mass target ${p.massTarget.toFixed(2)} other ${p.massOther.toFixed(2)}`
@@ -408,7 +449,12 @@ async function rl(args: string[]): Promise<void> {
         const f = families[(round * groups + gi) % families.length]!;
         const enc = train[f]![Math.floor(rng.next() * train[f]!.length)]!;
         for (let k = 0; k < n; k++)
-          eps.push({ enc, groupId: `r${round}g${gi}`, trajectoryId: `r${round}g${gi}e${k}`, seed: Math.floor(rng.next() * 1e9) });
+          eps.push({
+            enc,
+            groupId: `r${round}g${gi}`,
+            trajectoryId: `r${round}g${gi}e${k}`,
+            seed: Math.floor(rng.next() * 1e9),
+          });
       }
       episodes += eps.length;
       const ro = await rollout(sess, w, eps, { greedy: false, maxSteps: 4 });
@@ -433,7 +479,10 @@ async function rl(args: string[]): Promise<void> {
         const sel = highEntropyMask(old.entropy, { topFraction: trainer.entropyTopFraction });
         let absG = 0;
         for (let epoch = 0; epoch < trainer.epochs; epoch++) {
-          const order = shuffled(samples.map((_, i) => i), rng);
+          const order = shuffled(
+            samples.map((_, i) => i),
+            rng
+          );
           for (let s0 = 0; s0 < order.length; s0 += trainer.minibatchSize) {
             const idx = order.slice(s0, s0 + trainer.minibatchSize);
             const rows = idx.map((i) => rowsAll[i]!);
@@ -488,7 +537,11 @@ async function rl(args: string[]): Promise<void> {
     fs.mkdirSync(path.dirname(out), { recursive: true });
     fs.writeFileSync(
       out,
-      JSON.stringify({ spec: specName, lr, epochs, entropyCoef, groups, n, demos, bcEpochs, families, results }, null, 1)
+      JSON.stringify(
+        { spec: specName, lr, epochs, entropyCoef, groups, n, demos, bcEpochs, families, results },
+        null,
+        1
+      )
     );
   }
 }

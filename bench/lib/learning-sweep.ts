@@ -23,7 +23,7 @@ import { loadInfraSettings, PROJECT_ROOT } from '../../infra/settings';
 import type { CampaignConfig, CampaignConfigInput } from '../../schemas/config';
 import { ObjectStore } from '../../storage/object-store';
 import { loadTask } from '../../tasks/loader';
-import { defaultPolicySpec, type PolicySpec } from '../../policy/spec';
+import { clickQueryPolicySpec, defaultPolicySpec, type PolicySpec } from '../../policy/spec';
 import { runLocalRl, type CurvePoint, type LocalRlStats } from './local-rl';
 import { benchOutDir, shownPath } from './output';
 
@@ -53,10 +53,10 @@ export const SWEEP_BASE: TrainerOverrides = {
   optimizerReset: 'none',
 };
 
-/** The architectures `--specs` can name (v3 = the default). */
+/** The architectures `--specs` can name (v2's network = the default; v3 = with the click query). */
 export const SWEEP_SPECS: Record<string, PolicySpec> = {
-  v3: defaultPolicySpec,
-  v2: { ...defaultPolicySpec, clickQuery: false },
+  v3: clickQueryPolicySpec,
+  v2: defaultPolicySpec,
 };
 
 export interface SweepRun {
@@ -236,76 +236,79 @@ export async function benchLearningSweep(args: string[]): Promise<void> {
   };
   const pool = new BrowserEnvPool({ slots: 4, executablePath: settings.chromiumPath });
   try {
-    for (const seed of seeds) for (const specName of specNames) {
-      const spec = SWEEP_SPECS[specName]!;
-      const label = (name: string) => (specName === 'v3' ? name : `${name}@${specName}`);
-      // The weak start: a few oracle demos, a few epochs (the same for every setting of this seed and spec).
-      const startId = `bench-sweep-start-${specName}-s${seed}-${stamp}`;
-      console.log(`[bench learning --sweep] seed ${seed}: BC start on ${bcDemos} demos × ${bcEpochs} epochs`);
-      const bc = await runLocalRl({
-        store,
-        pool,
-        campaignId: startId,
-        tasks,
-        trainer: trainerOf('base'),
-        spec,
-        seed,
-        groupSize: 8,
-        groupsPerStep: 8,
-        maxEpisodes: 0,
-        bcDemos,
-        bcEpochs,
-        evalEvery: 1_000_000,
-        evalEpisodesPerTask: evalEpisodes,
-        curation,
-        log: (l) => console.log(`  ${l}`),
-      });
-      const start = bc.curve[0]!;
-      data.starts.push({ seed, campaignId: startId, version: bc.version, eval: start });
-      for (const name of names) {
-        const trainer = trainerOf(name);
-        console.log(`[bench learning --sweep] seed ${seed}, ${label(name)}: ${JSON.stringify(SWEEP_SETTINGS[name])}`);
-        const r = await runLocalRl({
+    for (const seed of seeds)
+      for (const specName of specNames) {
+        const spec = SWEEP_SPECS[specName]!;
+        const label = (name: string) => (specName === 'v3' ? name : `${name}@${specName}`);
+        // The weak start: a few oracle demos, a few epochs (the same for every setting of this seed and spec).
+        const startId = `bench-sweep-start-${specName}-s${seed}-${stamp}`;
+        console.log(`[bench learning --sweep] seed ${seed}: BC start on ${bcDemos} demos × ${bcEpochs} epochs`);
+        const bc = await runLocalRl({
           store,
           pool,
-          campaignId: `bench-sweep-${name}-${specName}-s${seed}-${stamp}`,
+          campaignId: startId,
           tasks,
-          trainer,
+          trainer: trainerOf('base'),
           spec,
           seed,
           groupSize: 8,
           groupsPerStep: 8,
-          maxEpisodes: episodes,
-          startFrom: { campaignId: startId, version: bc.version },
-          initialEval: start,
+          maxEpisodes: 0,
+          bcDemos,
+          bcEpochs,
           evalEvery: 1_000_000,
-          evalEveryEpisodes: evalEvery,
           evalEpisodesPerTask: evalEpisodes,
           curation,
           log: (l) => console.log(`  ${l}`),
         });
-        // Train steps at each curve point are not recorded by the loop; versions are (one per step).
-        const hit = r.curve.find((p) => p.episodes > 0 && minFamily(p) >= 0.9);
-        data.runs.push({
-          setting: label(name),
-          spec: specName,
-          seed,
-          trainer,
-          start,
-          curve: r.curve,
-          final: r.curve[r.curve.length - 1]!,
-          episodes: r.episodes,
-          trainSteps: r.stats.trainSteps,
-          reached90: hit ? { episodes: hit.episodes, trainSteps: hit.version } : null,
-          stats: r.stats,
-        });
-        writeOut(outFile, data);
+        const start = bc.curve[0]!;
+        data.starts.push({ seed, campaignId: startId, version: bc.version, eval: start });
+        for (const name of names) {
+          const trainer = trainerOf(name);
+          console.log(`[bench learning --sweep] seed ${seed}, ${label(name)}: ${JSON.stringify(SWEEP_SETTINGS[name])}`);
+          const r = await runLocalRl({
+            store,
+            pool,
+            campaignId: `bench-sweep-${name}-${specName}-s${seed}-${stamp}`,
+            tasks,
+            trainer,
+            spec,
+            seed,
+            groupSize: 8,
+            groupsPerStep: 8,
+            maxEpisodes: episodes,
+            startFrom: { campaignId: startId, version: bc.version },
+            initialEval: start,
+            evalEvery: 1_000_000,
+            evalEveryEpisodes: evalEvery,
+            evalEpisodesPerTask: evalEpisodes,
+            curation,
+            log: (l) => console.log(`  ${l}`),
+          });
+          // Train steps at each curve point are not recorded by the loop; versions are (one per step).
+          const hit = r.curve.find((p) => p.episodes > 0 && minFamily(p) >= 0.9);
+          data.runs.push({
+            setting: label(name),
+            spec: specName,
+            seed,
+            trainer,
+            start,
+            curve: r.curve,
+            final: r.curve[r.curve.length - 1]!,
+            episodes: r.episodes,
+            trainSteps: r.stats.trainSteps,
+            reached90: hit ? { episodes: hit.episodes, trainSteps: hit.version } : null,
+            stats: r.stats,
+          });
+          writeOut(outFile, data);
+        }
       }
-    }
   } finally {
     await pool.close();
   }
   const table = sweepTable(data);
   console.log(`\n${table}`);
-  console.log(`[bench learning --sweep] wrote ${shownPath(outFile)} and ${shownPath(outFile.replace(/\.json$/, '.md'))}`);
+  console.log(
+    `[bench learning --sweep] wrote ${shownPath(outFile)} and ${shownPath(outFile.replace(/\.json$/, '.md'))}`
+  );
 }

@@ -15,11 +15,18 @@ import { encodeInstruction } from '../../policy/observation';
 import { referenceForward } from '../../policy/reference';
 import { mulberry32 } from '../../policy/sampling';
 import { createInferenceSession, createTrainSession, type PolicyBatch } from '../../policy/session';
-import { defaultPolicySpec, IMAGE_CHANNELS, numActions, paramShapes, type PolicySpec } from '../../policy/spec';
+import {
+  clickQueryPolicySpec,
+  defaultPolicySpec,
+  IMAGE_CHANNELS,
+  numActions,
+  paramShapes,
+  type PolicySpec,
+} from '../../policy/spec';
 import { initWeights } from '../../policy/weights';
 import { randomBatch, randomWeights, toF64 } from './helpers';
 
-const v2Net: PolicySpec = { ...defaultPolicySpec, clickQuery: false };
+const v2Net: PolicySpec = defaultPolicySpec;
 const COLOURS: Array<[string, [number, number, number]]> = [
   ['red', [0.9, 0.1, 0.29]],
   ['green', [0.24, 0.71, 0.29]],
@@ -28,23 +35,23 @@ const COLOURS: Array<[string, [number, number, number]]> = [
 ];
 
 test('query.weight is [C, textEmbed], zero at init, and the other initial weights are unchanged', () => {
-  const shape = paramShapes(defaultPolicySpec).find((p) => p.name === 'query.weight')?.shape;
-  assert.deepEqual(shape, [32, defaultPolicySpec.textEmbed]);
+  const shape = paramShapes(clickQueryPolicySpec).find((p) => p.name === 'query.weight')?.shape;
+  assert.deepEqual(shape, [32, clickQueryPolicySpec.textEmbed]);
   assert.equal(
     paramShapes(v2Net).find((p) => p.name === 'query.weight'),
     undefined
   );
-  const w3 = initWeights(defaultPolicySpec, 11);
+  const w3 = initWeights(clickQueryPolicySpec, 11);
   const w2 = initWeights(v2Net, 11);
   assert.ok(w3['query.weight']!.every((v) => v === 0));
   for (const name of Object.keys(w2)) assert.deepEqual(w3[name], w2[name], name);
 });
 
 test('with query.weight = 0 the logits equal those of the network without the query', async () => {
-  const w3 = initWeights(defaultPolicySpec, 4);
+  const w3 = initWeights(clickQueryPolicySpec, 4);
   const { ['query.weight']: _q, ...w2 } = w3;
-  const batch = randomBatch(defaultPolicySpec, 3, 8);
-  const a = await createInferenceSession(defaultPolicySpec, w3);
+  const batch = randomBatch(clickQueryPolicySpec, 3, 8);
+  const a = await createInferenceSession(clickQueryPolicySpec, w3);
   const b = await createInferenceSession(v2Net, w2);
   const la = (await a.run(batch)).logp;
   const lb = (await b.run(batch)).logp;
@@ -76,7 +83,7 @@ function twoInstructions(spec: PolicySpec, seed: number): PolicyBatch {
 }
 
 test('the colour word moves the click logits through the query (ONNX = reference)', async () => {
-  const spec = defaultPolicySpec;
+  const spec = clickQueryPolicySpec;
   const weights = randomWeights(spec, 21);
   const batch = twoInstructions(spec, 22);
   const A = numActions(spec);
@@ -94,14 +101,17 @@ test('the colour word moves the click logits through the query (ONNX = reference
   assert.ok(Math.abs(onnx - withQuery) < 1e-3 * Math.max(1, withQuery), `onnx ${onnx} vs reference ${withQuery}`);
   // The same weights with the query zeroed: only FiLM carries the word, and it moves the logits less.
   const noQuery = effect(
-    referenceForward(spec, toF64({ ...weights, 'query.weight': new Float32Array(weights['query.weight']!.length) }), batch)
-      .logp
+    referenceForward(
+      spec,
+      toF64({ ...weights, 'query.weight': new Float32Array(weights['query.weight']!.length) }),
+      batch
+    ).logp
   );
   assert.ok(withQuery > noQuery + 0.05, `query effect ${withQuery} vs FiLM only ${noQuery}`);
 });
 
 test('the query gets a gradient at init (query.weight = 0), and it is the outer product dq ⊗ embed', async () => {
-  const spec = defaultPolicySpec;
+  const spec = clickQueryPolicySpec;
   const weights = initWeights(spec, 2);
   const input = twoInstructions(spec, 3);
   const session = await createTrainSession(spec);
@@ -145,7 +155,8 @@ function colourTask(spec: PolicySpec, n: number, seed: number) {
       const x0 = (slot % 2) * 32 + 4 + Math.floor(rng() * 12);
       const y0 = Math.floor(slot / 2) * 32 + 4 + Math.floor(rng() * 12);
       for (let c = 0; c < 3; c++)
-        for (let y = y0; y < y0 + 12; y++) for (let x = x0; x < x0 + 12; x++) obs[(c * S + y) * S + x] = COLOURS[colour]![1][c]!;
+        for (let y = y0; y < y0 + 12; y++)
+          for (let x = x0; x < x0 + 12; x++) obs[(c * S + y) * S + x] = COLOURS[colour]![1][c]!;
       const cells: number[] = [];
       for (let y = y0; y < y0 + 12; y++)
         for (let x = x0; x < x0 + 12; x++) cells.push(Math.floor((y * G) / S) * G + Math.floor((x * G) / S));
@@ -202,7 +213,7 @@ async function clonedAccuracy(spec: PolicySpec, updates: number): Promise<number
 
 test('a colour-conditioned click is cloned in a few updates with the query; spec v2 is still near chance', async () => {
   const updates = 30;
-  const v3 = await clonedAccuracy(defaultPolicySpec, updates);
+  const v3 = await clonedAccuracy(clickQueryPolicySpec, updates);
   const v2 = await clonedAccuracy(v2Net, updates);
   assert.ok(v3 >= 0.8, `with the query: ${v3} of held-out rows on the named patch after ${updates} updates`);
   assert.ok(v3 >= v2 + 0.3, `with the query ${v3} vs spec v2 ${v2}`);

@@ -5,6 +5,7 @@ import { buildForwardGraph } from '../../policy/graph-forward';
 import { referenceForward } from '../../policy/reference';
 import { createInferenceSession, createTrainSession } from '../../policy/session';
 import {
+  clickQueryPolicySpec,
   defaultPolicySpec,
   legacyPolicySpec,
   MASK_OFF,
@@ -99,7 +100,7 @@ test('weights-as-inputs forward equals the initializer forward', async () => {
 });
 
 test('the initializer graph has no weight inputs; the input graph exposes every weight', async () => {
-  const spec = defaultPolicySpec;
+  const spec = clickQueryPolicySpec;
   const baked = await ort.InferenceSession.create(buildForwardGraph(spec, initWeights(spec, 1)));
   assert.deepEqual([...baked.inputNames].sort(), ['mask', 'obs', 'prev', 'text']);
   assert.deepEqual([...baked.outputNames].sort(), ['entropy', 'logp']);

@@ -9,6 +9,7 @@ import {
 } from '../../storage/safetensors';
 import {
   convGeometry,
+  clickQueryPolicySpec,
   defaultPolicySpec,
   legacyPolicySpec,
   numActions,
@@ -21,12 +22,12 @@ import {
 } from '../../policy/spec';
 import { initWeights, REPEAT_NOOP_PRIOR, weightsFromSafetensors, weightsToSafetensors } from '../../policy/weights';
 
-test('default spec: ≈26k parameters (v1: 24,001), 272 actions, 16×16 grid', () => {
+test('default spec: ≈26k parameters (v1: 24,001; with the click query 26,147), 272 actions, 16×16 grid', () => {
   const n = paramCount(defaultPolicySpec);
   // v1 24,001 − 2,048 (text 256 → 128 slots) + 544 (prev.embed) + 3,104 (click context) + 34 (prev.bias)
   // = v2 25,635; + 512 (v3: query.weight, 32 channels × 16 embedding).
-  assert.equal(n, 26_147);
-  assert.equal(paramCount({ ...defaultPolicySpec, clickQuery: false }), 25_635);
+  assert.equal(n, 25_635);
+  assert.equal(paramCount(clickQueryPolicySpec), 26_147);
   assert.equal(paramCount(legacyPolicySpec), 24_001);
   assert.equal(numActions(defaultPolicySpec), 272);
   assert.deepEqual(
@@ -34,7 +35,7 @@ test('default spec: ≈26k parameters (v1: 24,001), 272 actions, 16×16 grid', (
     [32, 16, 16]
   );
   assert.deepEqual(
-    paramShapes(defaultPolicySpec).map((p) => `${p.name}:${p.shape.join('x')}`),
+    paramShapes(clickQueryPolicySpec).map((p) => `${p.name}:${p.shape.join('x')}`),
     [
       'conv0.weight:16x3x4x4',
       'conv0.bias:16',
@@ -52,7 +53,7 @@ test('default spec: ≈26k parameters (v1: 24,001), 272 actions, 16×16 grid', (
       'ctx.bias:32',
       'click.weight:1x32x1x1',
       'click.bias:1',
-    'query.weight:32x16',
+      'query.weight:32x16',
       'token.weight:16x32',
       'token.bias:16',
       'prev.bias:2x17',
@@ -170,12 +171,14 @@ test('a checkpoint of policy spec v2 is refused with a message naming the click-
   const w = initWeights(v2Net, 3);
   const tensors = Object.fromEntries(paramShapes(v2Net).map((p) => [p.name, f32Tensor(p.shape, w[p.name]!)]));
   const buf = encodeSafetensors(tensors, { format: 'dartflow-policy-weights/1', spec: v2Key });
+  // Refused by the default spec too (its version is 3, whether or not the query is on).
+  assert.throws(() => weightsFromSafetensors(defaultPolicySpec, buf, 'checkpoints/v3'), /policy spec v2 checkpoint/);
   assert.throws(
-    () => weightsFromSafetensors(defaultPolicySpec, buf, 'checkpoints/v3'),
+    () => weightsFromSafetensors(clickQueryPolicySpec, buf, 'checkpoints/v3'),
     (e: Error) =>
       e instanceof SafetensorsError &&
       /policy spec v2 checkpoint: spec v3 added the instruction query of the click head/.test(e.message) &&
       !/spec v2 changed/.test(e.message)
   );
-  assert.throws(() => weightsFromSafetensors(defaultPolicySpec, encodeSafetensors(tensors)), /query.weight/);
+  assert.throws(() => weightsFromSafetensors(clickQueryPolicySpec, encodeSafetensors(tensors)), /query.weight/);
 });
