@@ -8,7 +8,8 @@
  */
 import type { EpisodePolicy, PolicyFactory, PolicyObservation } from '../activities/env/policy';
 import { PolicyRequestError, PolicyServerClient, type PolicyClientOptions } from './client';
-import { encodeScreenshotImage, type EncodedImage } from './act-wire';
+import type { EncodedImage } from './act-wire';
+import { EncodedImageCache } from './encoded-image-cache';
 
 export interface EmbeddedPolicyDefaults extends Partial<Omit<PolicyClientOptions, 'endpoints'>> {
   /** Returns the bearer token when none is given (e.g. () => resolvePolicyToken({...})); read lazily. */
@@ -23,14 +24,19 @@ export interface EmbeddedPolicyDefaults extends Partial<Omit<PolicyClientOptions
  */
 function screenshotForServer(
   obs: PolicyObservation,
-  inputSize: number | undefined
+  inputSize: number | undefined,
+  images: EncodedImageCache
 ): { pngBase64: string } | { encoded: EncodedImage } {
   if (inputSize === undefined)
     return { pngBase64: Buffer.from(obs.png.buffer, obs.png.byteOffset, obs.png.byteLength).toString('base64') };
-  return { encoded: encodeScreenshotImage(obs.png, obs, inputSize) };
+  return { encoded: images.encode(obs.png, obs, inputSize) };
 }
 
-export function createEmbeddedPolicy(client: PolicyServerClient, opts: { greedy?: boolean } = {}): EpisodePolicy {
+export function createEmbeddedPolicy(
+  client: PolicyServerClient,
+  opts: { greedy?: boolean; images?: EncodedImageCache } = {}
+): EpisodePolicy {
+  const images = opts.images ?? new EncodedImageCache();
   // The episode's last action and screenshot: the policy's `prev` input (did the last action change
   // the screen?), exactly as the trainer rebuilds it from the recorded steps (content-addressed keys are
   // equal exactly when the PNG bytes are).
@@ -44,7 +50,7 @@ export function createEmbeddedPolicy(client: PolicyServerClient, opts: { greedy?
         : undefined;
       const request = (inputSize: number | undefined) => ({
         observation: {
-          ...screenshotForServer(obs, inputSize),
+          ...screenshotForServer(obs, inputSize, images),
           instruction: obs.instruction,
           fields: obs.fields,
           ...(previous ? { previous } : {}),
@@ -80,6 +86,8 @@ export function createEmbeddedPolicy(client: PolicyServerClient, opts: { greedy?
 /** Factory for runEpisode's `policy.kind: 'embedded'`; ctx.endpoints are the policy server URLs. */
 export function embeddedPolicyFactory(defaults: EmbeddedPolicyDefaults = {}): PolicyFactory {
   const clients = new Map<string, PolicyServerClient>();
+  // One cache for every episode of the process: episodes of one task share their frames.
+  const images = new EncodedImageCache();
   return (ctx) => {
     const token = defaults.token ?? defaults.tokenProvider?.();
     if (!token) throw new Error('embedded policy: no policy server token configured');
@@ -90,6 +98,6 @@ export function embeddedPolicyFactory(defaults: EmbeddedPolicyDefaults = {}): Po
       client = new PolicyServerClient({ ...rest, token, endpoints: ctx.endpoints });
       clients.set(key, client);
     }
-    return createEmbeddedPolicy(client, { greedy: ctx.options.greedy === true });
+    return createEmbeddedPolicy(client, { greedy: ctx.options.greedy === true, images });
   };
 }

@@ -50,10 +50,19 @@ export async function runCampaignWindow(
   const pids = rolePids(cluster);
   const cpuStart: CpuSample = sampleCpu(pids);
   const deadline = Date.now() + opts.seconds * 1000;
-  let status = await campaign.status();
+  // A progress line is not worth failing the run for: under load the orchestrator may not answer a query
+  // within its deadline (the campaign goes on meanwhile). Say so and keep the last status.
+  const tryStatus = (): Promise<CampaignStatus | undefined> =>
+    campaign.status().catch((err: unknown) => {
+      log(`  [${id}] status query failed (${err instanceof Error ? err.message : String(err)}); the campaign goes on`);
+      return undefined;
+    });
+  let status = await tryStatus();
   while (Date.now() < deadline) {
     await sleep(Math.min(10_000, Math.max(0, deadline - Date.now())));
-    status = await campaign.status();
+    const next = await tryStatus();
+    if (!next) continue;
+    status = next;
     log(
       `  [${id}] ${Math.round((deadline - Date.now()) / 1000)} s left: episodes ${status.episodes}, train steps ${status.trainSteps}, in flight ${status.episodesInFlight}, buffered ${status.bufferedGroups}`
     );
@@ -68,7 +77,8 @@ export async function runCampaignWindow(
       throw new Error(`${id}: did not finish within 10 minutes of stop`);
     }),
   ]);
-  status = await campaign.status().catch(() => status);
+  status = (await tryStatus()) ?? status;
+  if (!status) throw new Error(`${id}: the campaign never answered its status query`);
   const [manifests, evalManifests, ledger] = await Promise.all([
     readManifests(cluster.store, id),
     readManifests(cluster.store, `${id}.eval`),
