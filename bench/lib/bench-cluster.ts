@@ -59,6 +59,11 @@ export async function startBenchCluster(
     client,
     workers,
     async close(opts = {}) {
+      // The namespace is this cluster's own: whatever still runs in it (a bench that failed mid-campaign,
+      // abandoned children) would otherwise keep the shared dev server busy with timeouts and retries.
+      await terminateRunning(client, namespace).catch((err: unknown) =>
+        console.warn(`[bench] could not terminate the workflows left in ${namespace}: ${String(err)}`)
+      );
       await client.close().catch(() => undefined);
       await workers.stop();
       if (!opts.keepBucket) {
@@ -68,6 +73,19 @@ export async function startBenchCluster(
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Terminates every running workflow of a bench cluster's private namespace. */
+async function terminateRunning(client: DartflowClient, namespace: string): Promise<void> {
+  const ids: string[] = [];
+  for await (const wf of client.temporal.workflow.list({ query: 'ExecutionStatus="Running"' })) ids.push(wf.workflowId);
+  await mapLimit(ids, 8, (id) =>
+    client.temporal.workflow
+      .getHandle(id)
+      .terminate(`bench cluster ${namespace} closed`)
+      .catch(() => undefined)
+  );
+  if (ids.length > 0) console.log(`[bench] terminated ${ids.length} workflows left running in ${namespace}`);
 }
 
 /** Every trajectory manifest a campaign wrote (its rollouts, and `<id>.eval` for evaluations). */
