@@ -6,7 +6,9 @@
  *   episodes and ≥ 2,000 train steps (or --max-minutes), with a fault every --fault-every minutes from a
  *   seeded plan (bench/lib/soak-schedule.ts): kill -9 + restart of the env worker, a policy server, the
  *   trainer and the orchestrator, Temporal and MinIO restarts, and once each a policy server killed for
- *   good, a running task group terminated and a deploy of the orchestrator (new build id made current).
+ *   good, a running task group terminated and a deploy of the orchestrator: the first build runs older
+ *   code (--deploy-from: by default the parent of the newest commit that changed workflows/, exported
+ *   with git archive), the deploy starts this checkout's code under a new build id and makes it current.
  * - `point9`: 256 simulated envs at ×0.2 OSWorld latency, 300 s train steps (simulatedStepSeconds 1500),
  *   envConcurrency 3 × envs, suite all, for --minutes (default 60), no faults, in a scratch namespace and
  *   bucket on the shared dev server.
@@ -17,6 +19,7 @@
  *
  *   npx tsx bench/soak.ts [--scenario faults] [--episodes 100000] [--train-steps 2000] [--max-minutes 360]
  *                         [--fault-every 3] [--seed 1] [--slots 32] [--profile osworld] [--scale 0.01]
+ *                         [--deploy-from auto|<git rev>|none]
  *   npx tsx bench/soak.ts --scenario point9 [--minutes 60] [--envs 256] [--scale 0.2] [--train-seconds 1500]
  *   (both: [--bucket-minutes 5] [--publish]; faults: [--keep-data] keeps the private cluster's data dir)
  * Writes soak.json (keyed by scenario) and soak-<scenario>-utilization.png / -history.png to the bench
@@ -26,7 +29,7 @@ import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { DartflowClient, type CampaignHandle } from '../client/dartflow-client';
 import { ChaosCluster, FAULT_KINDS, waitFor } from '../infra/chaos';
-import { loadInfraSettings } from '../infra/settings';
+import { loadInfraSettings, PROJECT_ROOT } from '../infra/settings';
 import { lineChartSvg, writeSvgAsPng } from '../lib/charts';
 import type { CampaignStatus } from '../schemas/campaign';
 import type { CampaignConfigInput } from '../schemas/config';
@@ -40,6 +43,7 @@ import { runsInOrder } from './lib/history-stats';
 import { collectSoakEvidence, type SoakEvidence } from './lib/soak-evidence';
 import { injectSoakFault, type SoakFaultOutcome } from './lib/soak-faults';
 import { HISTORY_EVENT_WARN, ISSUE_TARGETS, soakGoals, type SoakGoal, type SoakTargets } from './lib/soak-goals';
+import { exportDeploySource } from './lib/soak-deploy';
 import { soakBuckets, soakTotals, type SoakBucket, type SoakTotals } from './lib/soak-metrics';
 import { ONE_OFF_FAULTS, soakSchedule } from './lib/soak-schedule';
 
@@ -86,7 +90,15 @@ export interface SoakReport {
   faults?: SoakFaultOutcome[];
   faultsByKind?: Record<string, number>;
   unexpectedExits?: string[];
+  /** faults: the code each orchestrator build ran (--deploy-from). */
+  deploy?: SoakDeployInfo;
   goals: SoakGoal[];
+}
+
+export interface SoakDeployInfo {
+  fromRev: string;
+  toRev: string;
+  changedWorkflowFiles: string[];
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -162,7 +174,7 @@ function buildReport(
   ev: SoakEvidence,
   slots: number,
   bucketMs: number,
-  extra: { faults?: SoakFaultOutcome[]; unexpectedExits?: string[] } = {}
+  extra: { faults?: SoakFaultOutcome[]; unexpectedExits?: string[]; deploy?: SoakDeployInfo } = {}
 ): SoakReport {
   const window = { start: ev.firstLeaseAt ?? run.startedAt, end: run.stopRequestedAt };
   const totals = soakTotals(ev.episodes, ev.steps, slots, window);
@@ -190,6 +202,9 @@ function buildReport(
           faultsByKind,
           requiredFaultKinds: [...FAULT_KINDS, ...ONE_OFF_FAULTS],
           unrecoveredFaults: extra.faults.filter((f) => f.recoverMs === null).length,
+          ...(faultsByKind.deploy
+            ? { deployChangedWorkflowFiles: extra.deploy?.changedWorkflowFiles.length ?? 0 }
+            : {}),
         }
       : base,
     targets
@@ -237,6 +252,7 @@ function buildReport(
     audit: { ...audit, problems: problems.length, firstProblems: problems.slice(0, 20) },
     ...(extra.faults ? { faults: extra.faults, faultsByKind } : {}),
     ...(extra.unexpectedExits ? { unexpectedExits: extra.unexpectedExits } : {}),
+    ...(extra.deploy ? { deploy: extra.deploy } : {}),
     goals,
   };
 }
@@ -266,7 +282,22 @@ async function soakFaults(values: Record<string, string | undefined>, args: stri
     downMs: { min: 500, max: 5_000 },
     oneOffWithin: s.oneOffsWithin,
   });
+  // The first orchestrator build runs older code; the deploy cuts over to this checkout (--deploy-from).
+  const source = exportDeploySource(PROJECT_ROOT, values['deploy-from'] ?? 'auto');
+  const deploy: SoakDeployInfo = source
+    ? {
+        fromRev: source.fromRev,
+        toRev: source.dirty ? `${source.toRev} (with local edits)` : source.toRev,
+        changedWorkflowFiles: source.changedWorkflowFiles,
+      }
+    : { fromRev: 'this checkout', toRev: 'this checkout', changedWorkflowFiles: [] };
+  log(
+    source
+      ? `deploy: build soak-build-1 runs ${source.fromRev.slice(0, 10)}, soak-build-2 runs ${source.toRev.slice(0, 10)}${source.dirty ? ' + local edits' : ''} (${source.changedWorkflowFiles.length} workflow files differ: ${source.changedWorkflowFiles.join(', ')})`
+      : 'deploy: both builds run this checkout (--deploy-from none)'
+  );
   const cluster = await ChaosCluster.start({
+    ...(source ? { orchestratorProjectRoot: source.root } : {}),
     envKind: 'simulated',
     simulatedProfile: s.profile,
     simulatedTimeScale: s.scale,
@@ -355,13 +386,14 @@ async function soakFaults(values: Record<string, string | undefined>, args: stri
       ev,
       s.slots,
       bucketMs,
-      { faults, unexpectedExits: cluster.unexpectedExits() }
+      { faults, unexpectedExits: cluster.unexpectedExits(), deploy }
     );
   } finally {
     over.abort();
     await Promise.all(recoveries);
     await client?.close().catch(() => undefined);
     await cluster.stop();
+    source?.remove();
   }
 }
 
@@ -508,6 +540,7 @@ export async function benchSoak(argv: string[]): Promise<void> {
         'envs',
         'train-seconds',
         'queue',
+        'deploy-from',
       ].map((k) => [k, { type: 'string' as const }])
     ),
   }) as { values: Record<string, string | undefined> };

@@ -44,6 +44,11 @@ export interface LocalWorkersOptions {
   /** Where child logs go (default <dataDir>/logs). */
   logDir?: string;
   /**
+   * The checkout the role scripts run from (default this one). A deploy test runs an older build of the
+   * orchestrator from an export of an older commit (bench/soak.ts --deploy-from); it needs node_modules.
+   */
+  projectRoot?: string;
+  /**
    * Metrics endpoints of the children (docs/metrics.md). Unset: each derives its default port,
    * DARTFLOW_METRICS_BASE_PORT (9470) + role offset + its instance index, so the roles never collide.
    * A number: that base port (0 = no endpoints). A function: each child's port (tests pick free ones).
@@ -174,10 +179,10 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
       process.execPath,
       '--import',
       'tsx',
-      path.join(PROJECT_ROOT, SCRIPTS[spec.role as keyof typeof SCRIPTS]),
+      path.join(opts.projectRoot ?? PROJECT_ROOT, SCRIPTS[spec.role as keyof typeof SCRIPTS]),
     ];
     const child = spawn(file!, [...argv, ...spec.args], {
-      cwd: PROJECT_ROOT,
+      cwd: opts.projectRoot ?? PROJECT_ROOT,
       env: { ...process.env, ...opts.env, ...spec.env },
       stdio: ['ignore', opts.echo ? 'pipe' : out, opts.echo ? 'pipe' : out, ...(spec.command ? [] : ['ipc' as const])],
       // Own process group: a terminal's SIGINT goes to the parent only, not twice to every role.

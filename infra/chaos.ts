@@ -135,6 +135,11 @@ export interface ChaosClusterOptions {
    * unversioned orchestrator, as before.
    */
   orchestratorBuildId?: string;
+  /**
+   * The checkout the first orchestrator build runs from (default this one): an export of an older commit,
+   * so a later `deployOrchestrator` is a deploy of changed code, not only of a new build id.
+   */
+  orchestratorProjectRoot?: string;
   /** Keep the private data dir (logs, SQLite, MinIO data) after stop, for debugging. */
   keepData?: boolean;
   /** Echo the roles' output to this process's stdout. */
@@ -252,7 +257,10 @@ export class ChaosCluster {
       if (!opts.orchestratorBuildId) cluster.handles.push(startLocalWorkers(settings, workerOpts));
       else {
         cluster.handles.push(startLocalWorkers(settings, { ...workerOpts, roles: ['policy', 'trainer', 'env'] }));
-        cluster.orchestratorHandle = cluster.startOrchestratorBuild(opts.orchestratorBuildId);
+        cluster.orchestratorHandle = cluster.startOrchestratorBuild(
+          opts.orchestratorBuildId,
+          opts.orchestratorProjectRoot
+        );
         // The first versioned build must be made current too, or it receives no tasks (docs/upgrades.md).
         await cluster.makeOrchestratorBuildCurrent(opts.orchestratorBuildId);
       }
@@ -267,9 +275,10 @@ export class ChaosCluster {
     return path.join(this.dataDir, 'logs');
   }
 
-  private startOrchestratorBuild(buildId: string): LocalWorkers {
+  private startOrchestratorBuild(buildId: string, projectRoot?: string): LocalWorkers {
     const h = startLocalWorkers(this.settings, {
       ...this.workerOpts,
+      ...(projectRoot ? { projectRoot } : {}),
       roles: ['orchestrator'],
       env: { ...this.workerOpts.env, DARTFLOW_BUILD_ID: buildId },
       logDir: path.join(this.logDir, `orchestrator-${buildId}`),
@@ -305,14 +314,18 @@ export class ChaosCluster {
   /**
    * A deploy of the orchestrator under Worker Versioning (docs/upgrades.md "Alternative: Worker Versioning"):
    * start the new build next to the old one, make it current, then stop the old workers with SIGTERM (their
-   * in-flight activities finish). Returns the PIDs and how long the cut-over took.
+   * in-flight activities finish). Returns the PIDs and how long the cut-over took. `projectRoot`: the
+   * checkout the new build runs from (default this one).
    */
-  async deployOrchestrator(buildId: string): Promise<{ oldPid: number; newPid: number; cutOverMs: number }> {
+  async deployOrchestrator(
+    buildId: string,
+    projectRoot?: string
+  ): Promise<{ oldPid: number; newPid: number; cutOverMs: number }> {
     const old = this.orchestratorHandle;
     if (!old) throw new Error('deployOrchestrator needs a versioned orchestrator (orchestratorBuildId)');
     const oldPid = this.pidOf('orchestrator') ?? -1;
     const t0 = Date.now();
-    const next = this.startOrchestratorBuild(buildId);
+    const next = this.startOrchestratorBuild(buildId, projectRoot);
     await this.makeOrchestratorBuildCurrent(buildId);
     const cutOverMs = Date.now() - t0;
     await old.stop(30_000);

@@ -30,6 +30,11 @@ export interface SoakFacts {
   requiredFaultKinds?: readonly string[];
   /** faults: faults after which the campaign never made the expected progress. */
   unrecoveredFaults?: number;
+  /**
+   * faults: the deploy's code change — files under workflows/ that differ between the build deployed from
+   * and the build deployed to (0: the deploy changed only the build id). Undefined: no deploy happened.
+   */
+  deployChangedWorkflowFiles?: number;
 }
 
 export interface SoakTargets {
@@ -90,6 +95,13 @@ export function soakGoals(f: SoakFacts, targets: SoakTargets = ISSUE_TARGETS[f.s
       missing.length === 0
     );
   }
+  if (f.deployChangedWorkflowFiles !== undefined)
+    add(
+      'deploy of a changed worker build',
+      'workflow code differs between the builds',
+      `${f.deployChangedWorkflowFiles} workflow files changed`,
+      f.deployChangedWorkflowFiles > 0
+    );
   if (f.unrecoveredFaults !== undefined)
     add('faults the campaign recovered from', 'all', `${f.unrecoveredFaults} not recovered`, f.unrecoveredFaults === 0);
   return goals;

@@ -94,6 +94,7 @@ const facts = (over: Partial<SoakFacts> = {}): SoakFacts => ({
   faultsByKind: { env: 1, deploy: 1 },
   requiredFaultKinds: ['env', 'deploy'],
   unrecoveredFaults: 0,
+  deployChangedWorkflowFiles: 3,
   ...over,
 });
 
@@ -110,6 +111,12 @@ test('soakGoals: all met at the targets; each shortfall is a goal not met', () =
     'every fault kind injected',
   ]);
   assert.equal(short.find((g) => g.goal === 'every fault kind injected')!.value, 'missing: deploy');
+  // a deploy that changed only the build id is not the deploy of changed code the issue asks for
+  const sameCode = soakGoals(facts({ deployChangedWorkflowFiles: 0 })).filter((g) => !g.met);
+  assert.deepEqual(
+    sameCode.map((g) => [g.goal, g.value]),
+    [['deploy of a changed worker build', '0 workflow files changed']]
+  );
   // point 9: an hour, no episode or step target
   const p9 = soakGoals(
     facts({ scenario: 'point9', wallMinutes: 6, requiredFaultKinds: undefined, unrecoveredFaults: undefined })
