@@ -7,8 +7,9 @@
  *   seeded plan (bench/lib/soak-schedule.ts): kill -9 + restart of the env worker, a policy server, the
  *   trainer and the orchestrator, Temporal and MinIO restarts, and once each a policy server killed for
  *   good, a running task group terminated and a deploy of the orchestrator: the first build runs older
- *   code (--deploy-from: by default the parent of the newest commit that changed workflows/, exported
- *   with git archive), the deploy starts this checkout's code under a new build id and makes it current.
+ *   workflow code (this checkout with the workflows/ of --deploy-from: by default the parent of the newest
+ *   commit that changed workflows/; bench/lib/soak-deploy.ts), the deploy starts this checkout's code
+ *   under a new build id and makes it current.
  * - `point9`: 256 simulated envs at ×0.2 OSWorld latency, 300 s train steps (simulatedStepSeconds 1500),
  *   envConcurrency 3 × envs, suite all, for --minutes (default 60), no faults, in a scratch namespace and
  *   bucket on the shared dev server.
@@ -282,7 +283,7 @@ async function soakFaults(values: Record<string, string | undefined>, args: stri
     downMs: { min: 500, max: 5_000 },
     oneOffWithin: s.oneOffsWithin,
   });
-  // The first orchestrator build runs older code; the deploy cuts over to this checkout (--deploy-from).
+  // The first orchestrator build runs older workflow code; the deploy cuts over to this checkout (--deploy-from).
   const source = exportDeploySource(PROJECT_ROOT, values['deploy-from'] ?? 'auto');
   const deploy: SoakDeployInfo = source
     ? {
@@ -293,7 +294,7 @@ async function soakFaults(values: Record<string, string | undefined>, args: stri
     : { fromRev: 'this checkout', toRev: 'this checkout', changedWorkflowFiles: [] };
   log(
     source
-      ? `deploy: build soak-build-1 runs ${source.fromRev.slice(0, 10)}, soak-build-2 runs ${source.toRev.slice(0, 10)}${source.dirty ? ' + local edits' : ''} (${source.changedWorkflowFiles.length} workflow files differ: ${source.changedWorkflowFiles.join(', ')})`
+      ? `deploy: build soak-build-1 runs the workflows/ of ${source.fromRev.slice(0, 10)}, soak-build-2 runs ${source.toRev.slice(0, 10)}${source.dirty ? ' + local edits' : ''} (${source.changedWorkflowFiles.length} workflow files differ: ${source.changedWorkflowFiles.join(', ')})`
       : 'deploy: both builds run this checkout (--deploy-from none)'
   );
   const cluster = await ChaosCluster.start({

@@ -28,22 +28,30 @@ function repoWithHistory(): { root: string; revs: string[] } {
   fs.mkdirSync(path.join(root, 'node_modules'));
   fs.writeFileSync(path.join(root, '.gitignore'), 'node_modules/\n');
   const a = commit({ 'workflows/campaign.ts': 'export const v = 1;\n', 'README.md': 'a\n' }, 'a');
-  const b = commit({ 'workflows/campaign.ts': 'export const v = 2;\n' }, 'b: workflow change');
+  const b = commit(
+    { 'workflows/campaign.ts': 'export const v = 2;\n', 'workflows/new.ts': 'export const n = 1;\n' },
+    'b: workflow change'
+  );
   const c = commit({ 'README.md': 'c\n' }, 'c: docs only');
   return { root, revs: [a, b, c] };
 }
 
-test('exportDeploySource auto: the parent of the newest workflow change, exported with its own files', () => {
+test('exportDeploySource auto: HEAD with the workflows/ of the parent of the newest workflow change', () => {
   const { root, revs } = repoWithHistory();
   const [a, , c] = revs as [string, string, string];
+  fs.writeFileSync(path.join(root, 'notes.txt'), 'an untracked file is not a local edit of the build\n');
   const src = exportDeploySource(root, 'auto');
   assert.ok(src);
   try {
     assert.equal(src.fromRev, a);
     assert.equal(src.toRev, c);
     assert.equal(src.dirty, false);
-    assert.deepEqual(src.changedWorkflowFiles, ['workflows/campaign.ts']);
+    assert.deepEqual(src.changedWorkflowFiles, ['workflows/campaign.ts', 'workflows/new.ts']);
+    // the old workflow code, without the file added later; everything else as committed at HEAD
     assert.equal(fs.readFileSync(path.join(src.root, 'workflows/campaign.ts'), 'utf8'), 'export const v = 1;\n');
+    assert.equal(fs.existsSync(path.join(src.root, 'workflows/new.ts')), false);
+    assert.equal(fs.readFileSync(path.join(src.root, 'README.md'), 'utf8'), 'c\n');
+    assert.equal(fs.existsSync(path.join(src.root, 'notes.txt')), false);
     assert.equal(
       fs.realpathSync(path.join(src.root, 'node_modules')),
       fs.realpathSync(path.join(root, 'node_modules'))
