@@ -50,11 +50,20 @@ export interface SoakFaultContext {
 
 /** Terminates the first running task group the server lists; returns its workflow id (null: none running). */
 export async function terminateRunningTaskGroup(client: Client, reason: string): Promise<string | null> {
-  for await (const wf of client.workflow.list({
-    query: `WorkflowType='taskGroupWorkflow' AND ExecutionStatus='Running'`,
-  })) {
-    await client.workflow.getHandle(wf.workflowId, wf.runId).terminate(reason);
-    return wf.workflowId;
+  // Groups at compressed time live about a second, and visibility lags behind the history: a listed group
+  // may have finished already (its terminate then fails) and a fresh list may still be empty. Keep trying.
+  for (let attempt = 0; attempt < 30; attempt++) {
+    for await (const wf of client.workflow.list({
+      query: `WorkflowType='taskGroupWorkflow' AND ExecutionStatus='Running'`,
+    })) {
+      const terminated = await client.workflow
+        .getHandle(wf.workflowId, wf.runId)
+        .terminate(reason)
+        .then(() => true)
+        .catch(() => false);
+      if (terminated) return wf.workflowId;
+    }
+    await sleep(1_000);
   }
   return null;
 }
