@@ -20,7 +20,7 @@
  *
  *   npx tsx bench/soak.ts [--scenario faults] [--episodes 100000] [--train-steps 2000] [--max-minutes 360]
  *                         [--fault-every 3] [--seed 1] [--slots 32] [--profile osworld] [--scale 0.01]
- *                         [--deploy-from auto|<git rev>|none]
+ *                         [--deploy-from auto|<git rev>|none] [--max-staleness 1]
  *   npx tsx bench/soak.ts --scenario point9 [--minutes 60] [--envs 256] [--scale 0.2] [--train-seconds 1500]
  *   (both: [--bucket-minutes 5] [--publish]; faults: [--keep-data] keeps the private cluster's data dir)
  * Writes soak.json (keyed by scenario) and soak-<scenario>-utilization.png / -history.png to the bench
@@ -276,6 +276,8 @@ async function soakFaults(values: Record<string, string | undefined>, args: stri
     profile: simProfile(values.profile ?? 'osworld'),
     scale: Number(values.scale ?? 0.01),
     oneOffsWithin: Number(values['one-offs-within'] ?? 9),
+    // DART's 1 by default; more lets the trainer run ahead of the model rollouts (more steps per hour).
+    maxStaleness: Number(values['max-staleness'] ?? 1),
   };
   const bucketMs = Number(values['bucket-minutes'] ?? 5) * 60_000;
   log(`faults scenario: ${JSON.stringify(s)}`);
@@ -325,6 +327,7 @@ async function soakFaults(values: Record<string, string | undefined>, args: stri
       trainer: { learningRate: 3e-3, klBeta: 0, minGroups: 1, maxGroups: 2, epochs: 1 },
       env: { kind: 'simulated', simulatedProfile: s.profile, simulatedTimeScale: s.scale, slotsPerWorker: s.slots },
       eval: { everyVersions: 100_000, episodesPerTask: 1, gateEveryVersions: 0 },
+      curation: { maxStaleness: s.maxStaleness },
     };
     const startedAt = Date.now();
     const campaign = await client.startCampaign(config);
@@ -381,7 +384,7 @@ async function soakFaults(values: Record<string, string | undefined>, args: stri
       'faults',
       args,
       { ...s, bucketMinutes: bucketMs / 60_000 },
-      `simulated ${s.profile} env latencies × ${s.scale} (compressed time), bernoulli(0.5) reward, ${s.slots} env slots, 2 policy servers, maxSteps 4, groups of ≤ 8, train batch 1–2 groups; a private dev server (SQLite) and MinIO and every role on this 2-core machine`,
+      `simulated ${s.profile} env latencies × ${s.scale} (compressed time), bernoulli(0.5) reward, ${s.slots} env slots, 2 policy servers, maxSteps 4, groups of ≤ 8, train batch 1–2 groups, maxStaleness ${s.maxStaleness}; a private dev server (SQLite) and MinIO and every role on this 2-core machine`,
       ISSUE_TARGETS.faults,
       run,
       ev,
@@ -542,6 +545,7 @@ export async function benchSoak(argv: string[]): Promise<void> {
         'train-seconds',
         'queue',
         'deploy-from',
+        'max-staleness',
       ].map((k) => [k, { type: 'string' as const }])
     ),
   }) as { values: Record<string, string | undefined> };
