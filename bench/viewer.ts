@@ -3,14 +3,16 @@
  * 100,000 trajectories in a fresh bucket of the real MinIO — its trajectory index (task, version and hour
  * partitions, compacted as the write path leaves them, the newest few hundred written through the write
  * path itself), every trajectory's manifest, steps and screenshots for a sample of groups, 1,500 train
- * steps with checkpoints (a few rollbacks), discard decisions and the experience pool — then the viewer,
- * in process, answers each page repeatedly; p50/p95 of the full response over HTTP.
+ * steps with checkpoints (a few rollbacks), each with its per-sample training record (one row per trained
+ * step, as both trainers write it), discard decisions and the experience pool — then the viewer, in
+ * process, answers each page repeatedly; p50/p95 of the full response over HTTP.
  *
  *   npm run bench -- viewer [--trajectories 100000] [--manifests 100000] [--repeats 20] [--keep]
  *
  * Output: viewer.json in .data/bench (docs/bench with --publish).
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { PNG } from 'pngjs';
 import { loadInfraSettings } from '../infra/settings';
@@ -19,6 +21,7 @@ import { DISCARD_EVENTS } from '../schemas/discards';
 import {
   CheckpointManifestSchema,
   LedgerEntrySchema,
+  TrainSampleRecordSchema,
   TrajectoryManifestSchema,
   type StepRecord,
   type TrajectoryManifest,
@@ -40,6 +43,7 @@ import { TemporalSource } from '../viewer/temporal-reader';
 import { mapLimit } from '../lib/concurrency';
 import { benchSuffix } from './lib/bench-cluster';
 import { benchOutFile, shownPath } from './lib/output';
+import { synthStep, synthTrainStep, unit } from './lib/viewer-train-samples';
 
 const TASKS = 50;
 const HOURS = 72;
@@ -135,6 +139,8 @@ function synthesize(campaignId: string, total: number): Synth {
   return { manifests, groups, versions: Math.floor(total / TRAJ_PER_VERSION) + 1 };
 }
 
+const round2 = (x: number): number => Math.round(x * 100) / 100;
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
@@ -149,6 +155,7 @@ export async function benchViewer(argv: string[]): Promise<void> {
       keep: { type: 'boolean', default: false },
     },
   });
+  const loadAtStart = os.loadavg();
   const total = Number(values.trajectories);
   const manifestCount = Math.min(total, Number(values.manifests));
   const repeats = Number(values.repeats);
@@ -198,9 +205,7 @@ export async function benchViewer(argv: string[]): Promise<void> {
         observationSize: { width: 160, height: 160 },
         action: { type: 'click', x: ((s * 37) % 100) / 100, y: ((s * 53) % 100) / 100 },
         actionText: `click(start_box='(${(s * 37) % 100},${(s * 53) % 100})')`,
-        behaviourLogProb: -1.2,
-        entropy: 2.1,
-        policyVersion: m.maxPolicyVersion,
+        ...synthStep(m, s),
         actionOk: true,
         startedAt: m.createdAt + s * 100,
         endedAt: m.createdAt + s * 100 + 80,
@@ -214,63 +219,14 @@ export async function benchViewer(argv: string[]): Promise<void> {
   written.stepFiles = sampled.size;
   t('manifests', started);
 
-  // 3. Train steps, checkpoints (a rollback every ~150 versions: the next version trains from two back).
-  started = Date.now();
-  const weights = await store.putBytes(`${keys.checkpointPrefix(campaignId)}shared-weights.bin`, Buffer.alloc(64));
-  const versions = Array.from({ length: synth.versions }, (_, v) => v);
-  await mapLimit(versions, WRITE_CONCURRENCY, async (v) => {
-    const parent = v === 0 ? null : v % 150 === 0 && v > 2 ? v - 2 : v - 1;
-    await store.putJson(
-      keys.checkpointManifest(campaignId, v),
-      CheckpointManifestSchema.parse({
-        schemaVersion: 1,
-        campaignId,
-        version: v,
-        parentVersion: parent,
-        specHash: 'bench',
-        weights,
-        ...(v > 0 ? { ledgerKey: keys.ledgerEntry(campaignId, v) } : {}),
-        metrics: { loss: 1 / (1 + v / 100) },
-        createdAt: Date.UTC(2025, 2, 3, 8) + v * 170_000,
-      })
-    );
-    if (v === 0) return;
-    const batch = synth.manifests
-      .slice((v - 1) * TRAJ_PER_VERSION, v * TRAJ_PER_VERSION)
-      .filter((m) => m.reward !== null);
-    if (batch.length === 0) return;
-    await store.putJson(
-      keys.ledgerEntry(campaignId, v),
-      LedgerEntrySchema.parse({
-        schemaVersion: 1,
-        campaignId,
-        trainStep: v,
-        fromVersion: parent ?? 0,
-        toVersion: v,
-        consumed: batch.map((m) => ({
-          trajectoryId: m.trajectoryId,
-          manifestKey: keys.trajectoryManifest(campaignId, m.trajectoryId),
-          groupId: m.groupId,
-          reward: m.reward ?? 0,
-          staleness: 1,
-        })),
-        isWeight: { mean: 0.98, min: 0.6, truncatedFraction: 0.04 },
-        metrics: { loss: 0.3, kl: 0.002, clipFraction: 0.07, entropyMean: 1.9, selectedFraction: 0.8 },
-        startedAt: Date.UTC(2025, 2, 3, 8) + v * 170_000 - 20_000,
-        createdAt: Date.UTC(2025, 2, 3, 8) + v * 170_000,
-      })
-    );
-  });
-  written.checkpoints = versions.length;
-  t('ledger', started);
-
-  // 4. Discard decisions (about one group in four) into the discard index; the pool (4 per task).
-  started = Date.now();
+  // 3. Discard decisions (about one group in four, by a hash of the id, so the sampled groups hold both
+  // kinds): those groups are not trained, the others are.
   const reasons = ['stale', 'down-sampled', 'curation:all-same-reward', 'unused-at-stop', 'lost-infra'];
   const discards: DiscardIndexEntry[] = [];
   let i = 0;
   for (const [groupId, members] of synth.groups) {
-    if (i++ % 4 !== 0) continue;
+    i++;
+    if (unit(`${groupId}/discard`) >= 0.25) continue;
     const reason = reasons[i % 7 === 0 ? 0 : i % 5 === 0 ? 4 : i % 3 === 0 ? 2 : 1]!;
     discards.push({
       id: `${groupId}-train-${reason}`,
@@ -285,6 +241,79 @@ export async function benchViewer(argv: string[]): Promise<void> {
       indexedAt: members[0]!.createdAt + 60_000,
     });
   }
+  const discarded = new Set(discards.map((d) => d.groupId));
+
+  // 4. Train steps, checkpoints (a rollback every ~150 versions: the next version trains from two back).
+  // Train step v consumes the kept groups' rewarded trajectories of version v − 1 and writes, as both
+  // trainers do, its per-sample record under its attempt's tag, named by the ledger entry.
+  started = Date.now();
+  const weights = await store.putBytes(`${keys.checkpointPrefix(campaignId)}shared-weights.bin`, Buffer.alloc(64));
+  const versions = Array.from({ length: synth.versions }, (_, v) => v);
+  const trained = new Set<string>();
+  let sampleRows = 0;
+  let sampleBytes = 0;
+  let trainSteps = 0;
+  await mapLimit(versions, WRITE_CONCURRENCY, async (v) => {
+    const parent = v === 0 ? null : v % 150 === 0 && v > 2 ? v - 2 : v - 1;
+    const batch =
+      v === 0
+        ? []
+        : synth.manifests
+            .slice((v - 1) * TRAJ_PER_VERSION, v * TRAJ_PER_VERSION)
+            .filter((m) => m.reward !== null && !discarded.has(m.groupId));
+    const step = batch.length > 0 ? synthTrainStep(batch, parent ?? 0) : undefined;
+    await store.putJson(
+      keys.checkpointManifest(campaignId, v),
+      CheckpointManifestSchema.parse({
+        schemaVersion: 1,
+        campaignId,
+        version: v,
+        parentVersion: parent,
+        specHash: 'bench',
+        weights,
+        ...(step ? { ledgerKey: keys.ledgerEntry(campaignId, v) } : {}),
+        metrics: { loss: 1 / (1 + v / 100) },
+        createdAt: Date.UTC(2025, 2, 3, 8) + v * 170_000,
+      })
+    );
+    if (!step) return;
+    const attempt = (0x9e3779b1 * v).toString(16).slice(-12).padStart(12, '0');
+    const ref = await store.putJsonLines(keys.trainSamples(campaignId, v, attempt), step.rows, TrainSampleRecordSchema);
+    sampleRows += step.rows.length;
+    sampleBytes += ref.bytes;
+    trainSteps++;
+    for (const m of batch) trained.add(m.trajectoryId);
+    await store.putJson(
+      keys.ledgerEntry(campaignId, v),
+      LedgerEntrySchema.parse({
+        schemaVersion: 1,
+        campaignId,
+        trainStep: v,
+        fromVersion: parent ?? 0,
+        toVersion: v,
+        consumed: batch.map((m) => ({
+          trajectoryId: m.trajectoryId,
+          manifestKey: keys.trajectoryManifest(campaignId, m.trajectoryId),
+          groupId: m.groupId,
+          reward: m.reward ?? 0,
+          staleness: Math.max(0, (parent ?? 0) - m.minPolicyVersion),
+        })),
+        isWeight: step.isWeight,
+        samples: { ...ref, rows: step.rows.length },
+        metrics: step.metrics,
+        startedAt: Date.UTC(2025, 2, 3, 8) + v * 170_000 - 20_000,
+        createdAt: Date.UTC(2025, 2, 3, 8) + v * 170_000,
+      })
+    );
+  });
+  written.checkpoints = versions.length;
+  written.trainSteps = trainSteps;
+  written.trainSampleRows = sampleRows;
+  written.trainSampleMiB = Math.round(sampleBytes / 1024 / 102.4) / 10;
+  t('ledger', started);
+
+  // 5. The discard index; the pool (4 per task).
+  started = Date.now();
   written.discardEntries = discards.length;
   written.discardSegments = await writeSegments(store, campaignId, 'discards', new Map([[partitions.all, discards]]));
   const wins = new Map<string, TrajectoryManifest[]>();
@@ -309,7 +338,7 @@ export async function benchViewer(argv: string[]): Promise<void> {
   t('discardsAndPool', started);
   console.log(`[viewer] written: ${JSON.stringify(written)}`);
 
-  // 5. The viewer, in process, against the real Temporal (no workflow for this campaign) and MinIO.
+  // 6. The viewer, in process, against the real Temporal (no workflow for this campaign) and MinIO.
   const token = `bench-${benchSuffix()}`;
   const temporal = new TemporalSource(
     () => connectClient(settings),
@@ -317,7 +346,24 @@ export async function benchViewer(argv: string[]): Promise<void> {
     settings.temporal.uiUrl
   );
   const viewer = await startViewer({ store, temporal, token, port: 0 });
-  const sampleIds = [...sampled];
+  const loadAtPages = os.loadavg();
+  // Trajectory pages: one a train step consumed (found through the next checkpoints' ledger entries, its
+  // rows read from the step's per-sample record) and one nothing consumed (a discarded group or a failed
+  // episode: the page searches the whole window of versions after it).
+  const trainedIds = [...sampled].filter((id) => trained.has(id));
+  const untrainedIds = [...sampled].filter((id) => !trained.has(id));
+  if (trainedIds.length === 0 || untrainedIds.length === 0)
+    throw new Error(
+      `sampled groups hold ${trainedIds.length} trained and ${untrainedIds.length} untrained trajectories`
+    );
+  const expect: Record<string, (body: string) => string | undefined> = {
+    'trajectory (trained)': (body) =>
+      /class="consumer"/.test(body) && /class="advantage"/.test(body)
+        ? undefined
+        : 'shows no consuming train step with per-step advantages',
+    'trajectory (not trained)': (body) =>
+      /not consumed by a train step/.test(body) ? undefined : 'does not say it was not consumed',
+  };
   const newestVersion = synth.versions - 1;
   const pages: Record<string, (k: number) => string> = {
     campaign: () => `/campaigns/${campaignId}`,
@@ -328,7 +374,9 @@ export async function benchViewer(argv: string[]): Promise<void> {
     'search (newest, no filter)': () => `/campaigns/${campaignId}/search`,
     'search (source=demo, scan)': () => `/campaigns/${campaignId}/search?source=demo`,
     'search (pool)': () => `/campaigns/${campaignId}/search?source=pool`,
-    trajectory: (k) => `/campaigns/${campaignId}/trajectories/${sampleIds[(k * 37) % sampleIds.length]}`,
+    'trajectory (trained)': (k) => `/campaigns/${campaignId}/trajectories/${trainedIds[(k * 37) % trainedIds.length]}`,
+    'trajectory (not trained)': (k) =>
+      `/campaigns/${campaignId}/trajectories/${untrainedIds[(k * 37) % untrainedIds.length]}`,
     group: (k) => `/campaigns/${campaignId}/groups/${sampleGroups[(k * 13) % sampleGroups.length]}`,
   };
   const results: Record<
@@ -353,6 +401,8 @@ export async function benchViewer(argv: string[]): Promise<void> {
         note = /id="search-cost">\s*([^<]*)/.exec(body)?.[1]?.replace(/\s+/g, ' ').trim();
         if (res.status !== 200)
           throw new Error(`${name}: HTTP ${res.status} for ${path(Math.max(0, k))}: ${body.slice(0, 400)}`);
+        const wrong = expect[name]?.(body);
+        if (wrong) throw new Error(`${name}: ${path(Math.max(0, k))} ${wrong}`);
       }
       times.sort((a, b) => a - b);
       results[name] = {
@@ -380,6 +430,11 @@ export async function benchViewer(argv: string[]): Promise<void> {
   const out = {
     what: 'viewer page timings (full HTTP response, in-process viewer, real MinIO and Temporal) for one campaign',
     machine: '2-core shared dev box (other agents running)',
+    loadAverage1m: {
+      atStart: round2(loadAtStart[0]!),
+      atPages: round2(loadAtPages[0]!),
+      atEnd: round2(os.loadavg()[0]!),
+    },
     trajectories: total,
     tasks: TASKS,
     versions: synth.versions,

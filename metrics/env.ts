@@ -67,8 +67,8 @@ export function createEnvMetrics(registry: MetricsRegistry): EnvMetrics {
   ]);
   const actSeconds = registry.histogram(
     'dartflow_policy_act_seconds',
-    'Policy latency as the env sees it: one act() call (network, queueing and inference), by policy kind',
-    ['kind', 'outcome'],
+    'Policy latency as the env sees it: one act() call (network, queueing and inference), by policy kind and the server that answered (embedded: its id; vLLM: its front URL)',
+    ['kind', 'outcome', 'server'],
     exponentialBuckets(0.0005, 2, 18)
   );
   const slots = registry.gauge('dartflow_env_slots_total', 'Env slots of this worker');
@@ -175,13 +175,16 @@ export function createEnvMetrics(registry: MetricsRegistry): EnvMetrics {
             async act(obs, opts) {
               const t0 = performance.now();
               let outcome = 'ok';
+              let server = '';
               try {
-                return await policy.act(obs, opts);
+                const decision = await policy.act(obs, opts);
+                server = decision.policyServer ?? '';
+                return decision;
               } catch (err) {
                 outcome = 'error';
                 throw err;
               } finally {
-                actSeconds.observe({ kind, outcome }, (performance.now() - t0) / 1000);
+                actSeconds.observe({ kind, outcome, server }, (performance.now() - t0) / 1000);
               }
             },
           };

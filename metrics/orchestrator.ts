@@ -1,12 +1,17 @@
 /**
  * Orchestrator metrics from its data-manager activities (read by an activity interceptor, never from
  * workflow code, which replays): held-out success when an evaluation is recorded, discards when they are.
+ * With DARTFLOW_TENSORBOARD_DIR set, each evaluation also goes to TensorBoard (metrics/tensorboard.ts).
  */
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import type { EvalPoint } from '../schemas/campaign';
 import type { MetricsRegistry } from './registry';
+import { evalScalars, tensorboardFromEnv, type TensorBoardScalars } from './tensorboard';
 
-export function createOrchestratorMetrics(registry: MetricsRegistry): { interceptor: ActivityInterceptorsFactory } {
+export function createOrchestratorMetrics(
+  registry: MetricsRegistry,
+  opts: { tensorboard?: TensorBoardScalars } = { tensorboard: tensorboardFromEnv('eval') }
+): { interceptor: ActivityInterceptorsFactory } {
   const success = registry.gauge(
     'dartflow_eval_success_ratio',
     'Held-out greedy success of the last evaluated version (campaign.successThreshold applies)',
@@ -36,6 +41,7 @@ export function createOrchestratorMetrics(registry: MetricsRegistry): { intercep
           version.set({ campaign }, point.version);
           evals.inc({ campaign });
           for (const [f, v] of Object.entries(point.perFamily ?? {})) family.set({ campaign, family: f }, v);
+          opts.tensorboard?.write(campaign, point.version, evalScalars(point));
         } else {
           const { campaignId: campaign, entries } = input.args[0] as {
             campaignId: string;

@@ -142,7 +142,8 @@ export function sumOfSamples(text: string, name: string): number | undefined {
 /**
  * Requests waiting inside vLLM (its scheduler queue), read from vLLM's own /metrics: the front forwards
  * at once, so the queue of a vLLM policy server is vLLM's. Returns the value last read (0 until then)
- * and the refresher that reads it.
+ * and the refresher that reads it. metrics/vllm.ts `vllmServerMetrics` does the same from the same read
+ * and also re-exports vLLM's server-side latency, tokens and KV cache (docs/metrics.md).
  */
 export function vllmQueueReader(
   baseUrl: string,

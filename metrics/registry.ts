@@ -164,6 +164,41 @@ export class Histogram<L extends string = never> extends Family<L> {
   }
 }
 
+/**
+ * A family whose samples are all read at scrape time, suffixes included (e.g. another server's histogram
+ * re-exported: its `_bucket`/`_sum`/`_count` samples as that server counted them).
+ */
+export class Mirrored<L extends string = never> extends Family<L> {
+  private collector: () => Array<{ suffix: string; labels: Partial<Record<L, string>>; value: number }> = () => [];
+  constructor(name: string, help: string, labelNames: readonly L[], type: 'counter' | 'gauge' | 'histogram') {
+    super(name, help, labelNames, type);
+  }
+  collect(fn: () => Array<{ suffix: string; labels: Partial<Record<L, string>>; value: number }>): this {
+    this.collector = fn;
+    return this;
+  }
+  samples() {
+    let collected: Array<{ suffix: string; labels: Partial<Record<L, string>>; value: number }>;
+    try {
+      collected = this.collector();
+    } catch {
+      collected = []; // a failing read must not break the whole scrape
+    }
+    const allowed = new Set(this.type === 'histogram' ? ['_bucket', '_sum', '_count'] : ['']);
+    return collected
+      .filter((c) => allowed.has(c.suffix))
+      .map((c) => {
+        const { le, ...rest } = c.labels as Record<string, string | undefined>;
+        const labels = this.check(rest as Partial<Record<L, string>>);
+        return {
+          suffix: c.suffix,
+          labels: c.suffix === '_bucket' && le !== undefined ? { ...labels, le } : labels,
+          value: c.value,
+        };
+      });
+  }
+}
+
 /** Exponential buckets: start, start·factor, … (count of them). */
 export function exponentialBuckets(start: number, factor: number, count: number): number[] {
   return Array.from({ length: count }, (_, i) => Number((start * factor ** i).toPrecision(6)));
@@ -194,6 +229,16 @@ export class MetricsRegistry {
     buckets: readonly number[]
   ): Histogram<L> {
     return this.add(new Histogram<L>(name, help, labelNames, buckets));
+  }
+
+  /** A family read whole at scrape time (Mirrored). */
+  mirrored<L extends string = never>(
+    name: string,
+    help: string,
+    labelNames: readonly L[],
+    type: 'counter' | 'gauge' | 'histogram'
+  ): Mirrored<L> {
+    return this.add(new Mirrored<L>(name, help, labelNames, type));
   }
 
   /** Names of every family registered (what a dashboard may query). */

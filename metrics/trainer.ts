@@ -1,11 +1,13 @@
 /**
  * Trainer metrics from the trainStep / behaviourClone results, read by an activity interceptor so the
  * trainer code (activities/trainer/**) stays as it is. Gauges hold the last step's value per campaign;
- * a retried step that reuses a committed checkpoint reports that checkpoint's metrics again.
+ * a retried step that reuses a committed checkpoint reports that checkpoint's metrics again. With
+ * DARTFLOW_TENSORBOARD_DIR set, the same values also go to TensorBoard (metrics/tensorboard.ts).
  */
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
-import type { TrainStepResult } from '../activities/trainer/types';
+import type { TrainGroupRef, TrainStepResult } from '../activities/trainer/types';
 import { exponentialBuckets, type Gauge, type MetricsRegistry } from './registry';
+import { tensorboardFromEnv, trainStepScalars, type TensorBoardScalars } from './tensorboard';
 
 /** Gauge name → key in TrainStepResult.metrics (algorithms/loss.ts and activities/trainer/train-step.ts). */
 export const TRAIN_GAUGES: Record<string, { key: string; help: string }> = {
@@ -26,7 +28,10 @@ export const TRAIN_GAUGES: Record<string, { key: string; help: string }> = {
 
 const KINDS: Record<string, string> = { trainStep: 'rl', behaviourClone: 'bc' };
 
-export function createTrainerMetrics(registry: MetricsRegistry): { interceptor: ActivityInterceptorsFactory } {
+export function createTrainerMetrics(
+  registry: MetricsRegistry,
+  opts: { tensorboard?: TensorBoardScalars } = { tensorboard: tensorboardFromEnv('train') }
+): { interceptor: ActivityInterceptorsFactory } {
   const steps = registry.counter(
     'dartflow_train_steps_total',
     'Train steps completed (kind rl = trainStep, bc = behaviourClone; reused = an earlier attempt had committed it)',
@@ -55,7 +60,7 @@ export function createTrainerMetrics(registry: MetricsRegistry): { interceptor: 
       async execute(input, next) {
         const kind = KINDS[ctx.info.activityType];
         if (!kind) return next(input);
-        const raw = input.args[0] as { campaignId?: unknown } | undefined;
+        const raw = input.args[0] as { campaignId?: unknown; groups?: TrainGroupRef[] } | undefined;
         const campaign = typeof raw?.campaignId === 'string' ? raw.campaignId : 'unknown';
         const t0 = performance.now();
         try {
@@ -66,6 +71,12 @@ export function createTrainerMetrics(registry: MetricsRegistry): { interceptor: 
             const v = r.metrics?.[key];
             if (typeof v === 'number') gauge.set({ campaign }, v);
           }
+          // behaviourClone's input holds demonstrations, not rewarded groups: no batch success.
+          opts.tensorboard?.write(
+            campaign,
+            r.version,
+            trainStepScalars(r, kind === 'rl' && Array.isArray(raw?.groups) ? raw.groups : undefined)
+          );
           return r;
         } catch (err) {
           failures.inc({ campaign, kind });

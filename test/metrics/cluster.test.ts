@@ -5,16 +5,22 @@
  * against what the campaign recorded in MinIO and returned: episodes by outcome against the trajectory
  * manifests, train steps and loss against the ledger, served version and lag against the result, held-out
  * success against the final evaluation; and each serves the Temporal SDK's own metrics next to dartflow's.
- * Then the Grafana dashboard is checked to query only metric names these endpoints export.
+ * The trainer and orchestrator also write TensorBoard scalars (DARTFLOW_TENSORBOARD_DIR), checked against
+ * the same ledger and evaluation. Then the Grafana dashboard is checked to query only metric names these
+ * endpoints export (and the vLLM figures a VLM policy server mirrors, metrics/vllm.ts).
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { readLedger, readManifests, startBenchCluster, type BenchCluster } from '../../bench/lib/bench-cluster';
 import { isSuccess } from '../../algorithms/success';
 import type { Role } from '../../cli/local-workers';
 import { PROJECT_ROOT } from '../../infra/settings';
+import { readEventFile } from '../../lib/tensorboard';
+import { MetricsRegistry } from '../../metrics/registry';
+import { vllmServerMetrics } from '../../metrics/vllm';
 import { freePort, uniqueSuffix } from '../helpers/infra';
 import { waitFor } from '../helpers/wait';
 import { declaredNames, has, parseExposition, scrape, scrapeText, total, type Sample } from './exposition';
@@ -27,8 +33,11 @@ let cluster: BenchCluster;
 /** What each endpoint answered after the campaign (the dashboard test reads it too). */
 const scraped = {} as Record<Name, Sample[]>;
 const scrapedText = {} as Record<Name, string>;
+/** DARTFLOW_TENSORBOARD_DIR of the worker processes (they inherit this process's environment). */
+const tensorboardDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dartflow-metrics-tb-'));
 
 before(async () => {
+  process.env.DARTFLOW_TENSORBOARD_DIR = tensorboardDir;
   for (const n of NAMES) ports[n] = await freePort();
   cluster = await startBenchCluster('metrics', {
     envWorkers: 1,
@@ -44,7 +53,20 @@ before(async () => {
 
 after(async () => {
   await cluster?.close();
+  delete process.env.DARTFLOW_TENSORBOARD_DIR;
+  fs.rmSync(tensorboardDir, { recursive: true, force: true });
 });
+
+/** The scalar events of one run directory (every tfevents file in it, CRCs checked), in file order. */
+function tensorboardRun(campaignId: string, run: 'train' | 'eval') {
+  const dir = path.join(tensorboardDir, campaignId, run);
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.includes('tfevents'))
+    .sort()
+    .flatMap((f) => readEventFile(path.join(dir, f)))
+    .filter((e) => Object.keys(e.scalars).length > 0);
+}
 
 test('each worker process serves Temporal SDK and dartflow metrics that match the campaign it ran', async () => {
   // Every endpoint answers once its process is up (Temporal's metrics appear with the first worker).
@@ -132,6 +154,32 @@ test('each worker process serves Temporal SDK and dartflow metrics that match th
   }
   assert.ok(total(trainer, 'temporal_activity_execution_latency_count', { activity_type: 'trainStep' }) >= 1);
 
+  // TensorBoard: one event per train step at the version it produced, values = the ledger's (as float32)
+  const trainEvents = tensorboardRun(campaignId, 'train');
+  assert.deepEqual(
+    trainEvents.map((e) => e.step),
+    ledger.map((l) => l.toVersion),
+    'one train event per ledger entry, at its version'
+  );
+  ledger.forEach((entry, i) => {
+    const s = trainEvents[i]!.scalars;
+    for (const [tag, key] of [
+      ['train/loss', 'loss'],
+      ['train/kl', 'kl'],
+      ['train/entropy', 'entropyMean'],
+      ['train/clip_fraction', 'clipFraction'],
+      ['tis/weight_mean', 'isWeightMean'],
+      ['tis/weight_min', 'isWeightMin'],
+    ] as const)
+      assert.equal(s[tag], Math.fround(entry.metrics[key]!), `step ${entry.trainStep} ${tag} = ledger ${key}`);
+    const rewards = entry.consumed.map((c) => c.reward);
+    assert.equal(
+      s['train/batch_success'],
+      Math.fround(rewards.filter((r) => isSuccess(r)).length / rewards.length),
+      "batch success = the consumed trajectories' successes"
+    );
+  });
+
   // orchestrator: held-out success of the final evaluation; workflow metrics of the SDK
   assert.ok(result.finalEval, 'the campaign ended with an evaluation');
   assert.equal(
@@ -139,6 +187,10 @@ test('each worker process serves Temporal SDK and dartflow metrics that match th
     result.finalEval.successRate
   );
   assert.equal(total(orchestrator, 'dartflow_eval_version', { campaign: campaignId }), result.finalEval.version);
+  const evalEvents = tensorboardRun(campaignId, 'eval');
+  const lastEval = evalEvents.at(-1);
+  assert.equal(lastEval?.step, result.finalEval.version, 'the last eval event is the final evaluation');
+  assert.equal(lastEval.scalars['eval/success'], Math.fround(result.finalEval.successRate));
   assert.ok(total(orchestrator, 'temporal_workflow_completed_total') > 0, 'child workflows completed');
   assert.ok(has(orchestrator, 'temporal_sticky_cache_size'));
 });
@@ -169,6 +221,11 @@ test('the Grafana dashboard queries only metric names the endpoints export, thro
   const exported = new Set(Object.values(scrapedText).flatMap(declaredNames));
   for (const samples of Object.values(scraped))
     for (const s of samples) assert.ok(exported.has(s.name), `${s.name} has a TYPE line`);
+  // A VLM policy server (not in this cluster: no vLLM here) exports vLLM's figures: the families it
+  // registers (metrics/vllm.ts, tested against a vLLM exposition in vllm.test.ts) count as exported.
+  const vllmRegistry = new MetricsRegistry({ role: 'vllm-policy' });
+  vllmServerMetrics(vllmRegistry, 'v0', 'http://127.0.0.1:1');
+  for (const n of declaredNames(vllmRegistry.render())) exported.add(n);
   const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr })));
   for (const v of dashboard.templating.list)
     if (typeof v.query === 'string') exprs.push({ panel: `$${v.name}`, expr: v.query });
@@ -194,6 +251,8 @@ test('the Grafana dashboard queries only metric names the endpoints export, thro
     'dartflow_train_entropy',
     'dartflow_train_clip_fraction',
     'dartflow_policy_version_lag',
+    'dartflow_vllm_e2e_request_latency_seconds_bucket',
+    'dartflow_vllm_request_queue_seconds_bucket',
     'dartflow_eval_success_ratio',
     'temporal_activity_execution_latency_bucket',
     'temporal_activity_schedule_to_start_latency_bucket',
