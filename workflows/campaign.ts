@@ -132,6 +132,8 @@ const data = dataActivities;
 
 /** How often the campaign refreshes the live policy servers and settles children of earlier runs. */
 const HOUSEKEEPING_MS = 30_000;
+/** Housekeeping's policy-server listing as a regular activity (refreshEndpoints says why). */
+const HOUSEKEEPING_ACTIVITY_PATCH = 'campaign-housekeeping-regular-activity';
 /** A child of an earlier run is described only after it had this long to report by itself. */
 const RECONCILE_AFTER_MS = 60_000;
 
@@ -582,7 +584,13 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
 
   // ---- housekeeping: live policy servers, children that ended without reporting ------------------------
   async function refreshEndpoints(): Promise<void> {
-    const live = await dataLocalActivities.listPolicyServers({});
+    // A regular activity, not a local one (runs recorded before this change used one): a local activity
+    // that completes while an overloaded worker's workflow task is being heartbeated gets its marker into
+    // one workflow task and the code after it into the next, and a replay from history then runs that
+    // code a task early — a non-determinism error seen in the point-9 soak (docs/reliability.md).
+    const live = patched(HOUSEKEEPING_ACTIVITY_PATCH)
+      ? await dataActivities.listPolicyServers({})
+      : await dataLocalActivities.listPolicyServers({});
     const before = s.endpoints.map((e) => e.serverId).join(',');
     setEndpoints(s, live);
     if (s.endpoints.map((e) => e.serverId).join(',') !== before) {

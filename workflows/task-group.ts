@@ -5,9 +5,9 @@
  * Reports a compact summary to the campaign by workflow id (so it reaches the campaign's latest run,
  * across continue-as-new).
  */
-import { getExternalWorkflowHandle, log, workflowInfo } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, log, patched, workflowInfo } from '@temporalio/workflow';
 import type { GroupSummary, TrajectorySummary } from '../schemas/campaign';
-import { envActivities, dataLocalActivities } from './activity-proxies';
+import { envActivities, dataActivities, dataLocalActivities } from './activity-proxies';
 import { groupFinishedSignal } from './messages';
 import { toTrajectorySummary } from './logic/trajectory-summary';
 import { isSuccess } from '../algorithms/success';
@@ -42,7 +42,9 @@ export interface TaskGroupInput {
 
 const { runEpisode } = envActivities;
 
-const data = dataLocalActivities;
+/** Runs recorded before this patch used local activities for the pool (see campaign.ts refreshEndpoints). */
+const GROUP_POOL_ACTIVITY_PATCH = 'task-group-pool-regular-activities';
+const poolActivities = () => (patched(GROUP_POOL_ACTIVITY_PATCH) ? dataActivities : dataLocalActivities);
 
 /**
  * What a group returns when it already reported its summary to the campaign by signal: a small ack, so
@@ -100,7 +102,7 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
   }
   const successes = trajectories.filter((t) => isSuccess(t.reward, input.successThreshold));
   if (successes.length > 0 && input.poolWanted > 0) {
-    await data.addToPool({
+    await poolActivities().addToPool({
       campaignId: input.campaignId,
       trajectories: successes.slice(0, input.poolWanted),
       keepNewest: input.poolWanted,
@@ -108,7 +110,7 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
     });
   }
   if (input.experiencePool && trajectories.length > 0 && successes.length === 0) {
-    const pooled = await data.findPoolSuccess({ campaignId: input.campaignId, taskId: input.task.id });
+    const pooled = await poolActivities().findPoolSuccess({ campaignId: input.campaignId, taskId: input.task.id });
     if (pooled) trajectories.push({ ...pooled, groupId: input.groupId, injectedFromPool: true });
   }
   const summary: GroupSummary = {
