@@ -30,6 +30,7 @@ const SUITES: Record<string, (args: string[]) => Promise<void>> = {
   'control-plane': benchControlPlane,
   soak: benchSoak,
   viewer: (args) => import('./viewer').then((m) => m.benchViewer(args)),
+  miniwob: (args) => import('./miniwob').then((m) => m.benchMiniwob(args)),
 };
 
 const USAGE = `usage: npm run bench -- <suite> [--publish] [suite options]
@@ -37,7 +38,7 @@ suites: ${Object.keys(SUITES).join(', ')}
   results go to .data/bench/ (git-ignored); --publish writes docs/bench/ (tracked, quoted by docs/benchmarks.md)
   servers this run starts are stopped at the end; servers already running are left running
 (also: npx tsx bench/env-throughput.ts [--publish], npx tsx bench/policy-throughput.ts [--publish],
- npx tsx bench/miniwob.ts [--publish])`;
+ npx tsx bench/miniwob.ts [--publish] [--campaign])`;
 
 async function main(): Promise<number> {
   const [suite, ...rest] = process.argv.slice(2);
