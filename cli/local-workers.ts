@@ -37,6 +37,11 @@ export interface LocalWorkersOptions {
   vlmBaseModel?: string;
   /** trainer-vlm: more flags for `python -m dartflow_vlm.worker` (e.g. ['--lora-rank', '8']). */
   vlmTrainerArgs?: string[];
+  /**
+   * trainer-vlm: data-parallel ranks (FSDP), one process each, started by the trainer process (its
+   * `--world-size`; default 1). On a GPU machine: the GPUs the trainer may use (one rank per GPU).
+   */
+  vlmWorldSize?: number;
   /** Extra environment for every child. */
   env?: NodeJS.ProcessEnv;
   /** Echo child output to this process's stdout (prefixed) as well as the log file. */
@@ -90,7 +95,18 @@ function vlmTrainerCommand(opts: LocalWorkersOptions, env: NodeJS.ProcessEnv): s
     throw new Error(
       'role trainer-vlm: no base model; pass --vlm-base-model DIR (or set DARTFLOW_VLM_BASE_MODEL) to the folder the vLLM servers started from'
     );
-  return [python, '-m', 'dartflow_vlm.worker', '--base-model', baseModel, ...(opts.vlmTrainerArgs ?? [])];
+  const world = opts.vlmWorldSize ?? 1;
+  if (!Number.isInteger(world) || world < 1)
+    throw new Error(`role trainer-vlm: the world size must be a whole number ≥ 1, got ${world}`);
+  return [
+    python,
+    '-m',
+    'dartflow_vlm.worker',
+    '--base-model',
+    baseModel,
+    ...(world > 1 ? ['--world-size', String(world)] : []),
+    ...(opts.vlmTrainerArgs ?? []),
+  ];
 }
 
 /** Each child's metrics variables (metrics/config.ts): a port of its own, never one shared by all. */

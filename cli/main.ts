@@ -3,14 +3,19 @@
  * servers named by the environment (README "Configuration"): a local dev setup or a cluster.
  */
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import YAML from 'yaml';
+import type { z } from 'zod';
 import { createCampaignDataActivities } from '../activities/data/campaign-data';
 import { CampaignHandle, DartflowClient } from '../client/dartflow-client';
 import { loadCampaignConfig } from '../config/load';
 import { infraCommand } from '../infra/cli';
 import { loadInfraSettings, PROJECT_ROOT } from '../infra/settings';
 import type { CampaignStatus } from '../schemas/campaign';
+import { PolicySchema } from '../schemas/config';
+import { UiTarsOptionsSchema } from '../schemas/uitars-options';
 import { TASK_QUEUES } from '../schemas/task-queues';
 import { ObjectStore } from '../storage/object-store';
 import { loadSuite } from '../tasks/loader';
@@ -24,6 +29,8 @@ const ENV_KINDS = ['browser', 'simulated', 'remote', 'osworld'] as const;
 type EnvKind = (typeof ENV_KINDS)[number];
 import { bar, StatusLine } from './progress';
 import { listenForStop } from './stop-request';
+// Static: a dynamic import('../viewer/main') is not resolved when the CLI runs through bin/dartflow.js.
+import { runViewer } from '../viewer/main';
 
 const USAGE = `usage: dartflow <command> [options]
 
@@ -32,9 +39,10 @@ infrastructure
   workers [--roles r1,r2] [--env-workers N] [--env-slots N] [--env-kind browser|simulated|remote|osworld] [--policy-servers M]
           [--policy-port P]          run roles (orchestrator, env, trainer, policy) here as child processes;
           [--vlm-base-model DIR]     policy servers listen on P, P+1, … (default 8700). SIGINT, SIGTERM or
-                                     SIGHUP stops every role and its Chromium. Role trainer-vlm (never a
+          [--vlm-world-size N]       SIGHUP stops every role and its Chromium. Role trainer-vlm (never a
                                      default): the Python VLM trainer on queue trainer-vlm, for the model in
-                                     DIR (or DARTFLOW_VLM_BASE_MODEL)
+                                     DIR (or DARTFLOW_VLM_BASE_MODEL), training data-parallel (FSDP) over N
+                                     processes (default 1; on GPUs: one per GPU)
   env-server [--port P] [--slots N]  serve browser envs over the remote env protocol (docs/env-protocol.openapi.yaml)
   viewer [--port 8300] [--host 127.0.0.1] [--token T]
                                      read-only web viewer of campaigns and trajectories (docs/viewer.md)
@@ -47,8 +55,12 @@ campaigns
   campaign pin ID VERSION|none                 serve and train from an earlier checkpoint (rollback)
   campaign list [--query "DartflowState = 'running'"]
   campaign lineage ID                          checkpoint chain and ledger (which step consumed what)
-  precollect ID --suite S [--k 2] [--attempts 64] [--policy embedded|oracle] [--temperature 1.5]
-  eval ID --suite S [--episodes 20] [--version N]`;
+  precollect ID --suite S [--k 2] [--attempts 64] [--temperature 1.5]
+          [--policy embedded|oracle|uitars|uitars-oracle] [--policy-options JSON|FILE] [--vlm-model NAME]
+                                     fill the experience pool before a campaign starts; for a VLM campaign
+                                     --policy uitars-oracle (UI-TARS demonstrations) with the campaign's
+                                     policy.options (JSON, or a JSON/YAML file) and policy.vlmModel
+  eval ID --suite S [--episodes 20] [--version N] [--policy P] [--policy-options JSON|FILE] [--vlm-model NAME]`;
 
 function fmtStatus(s: CampaignStatus): string {
   const e = s.lastEval;
@@ -199,6 +211,130 @@ async function campaignCommand(args: string[]): Promise<void> {
   }
 }
 
+/** Episode policies `dartflow precollect` runs: sampling ones, and the demonstrations of each policy kind. */
+export const PRECOLLECT_POLICIES = ['embedded', 'oracle', 'uitars', 'uitars-oracle'] as const;
+/** The UI-TARS policies: they take `--policy-options` (a campaign's policy.options) and `--vlm-model`. */
+const UITARS_POLICIES: readonly string[] = ['uitars', 'uitars-oracle'];
+
+/** The campaign config's `policy.options` schema (schemas/config.ts; fields in schemas/uitars-options.ts). */
+const POLICY_OPTIONS_SCHEMA = PolicySchema.shape.options.unwrap();
+
+export class CliUsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CliUsageError';
+  }
+}
+
+/** Levenshtein distance, for "did you mean" on a misspelt option name. */
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diag = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const up = row[j]!;
+      row[j] = Math.min(up + 1, row[j - 1]! + 1, diag + (a[i - 1]!.toLowerCase() === b[j - 1]!.toLowerCase() ? 0 : 1));
+      diag = up;
+    }
+  }
+  return row[b.length]!;
+}
+
+function formatOptionIssue(issue: z.core.$ZodIssue, options: Record<string, unknown>): string {
+  const known = Object.keys(POLICY_OPTIONS_SCHEMA.shape);
+  if (issue.code === 'unrecognized_keys') {
+    return issue.keys
+      .map((k) => {
+        if (k === 'model')
+          return `"model": the served model name is not a policy option here; pass --vlm-model ${JSON.stringify(options[k])}`;
+        const near = known.filter((n) => editDistance(k, n) <= 2);
+        return `unknown field "${k}"${near.length ? ` (did you mean "${near[0]}"?)` : ''}; the fields are ${known.join(', ')}`;
+      })
+      .join('; ');
+  }
+  if (issue.code === 'invalid_key') {
+    const parent = issue.path.slice(0, -1).map(String).join('.');
+    const key = String(issue.path[issue.path.length - 1]);
+    return `${parent}: key ${JSON.stringify(key)} is not allowed: ${issue.issues[0]?.message ?? issue.message}`;
+  }
+  const field = issue.path.map(String).join('.');
+  const top = String(issue.path[0] ?? '');
+  const what = (UiTarsOptionsSchema.shape as Record<string, z.ZodType>)[top]?.description;
+  const got = issue.path.reduce<unknown>(
+    (cur, k) => (cur !== null && typeof cur === 'object' ? (cur as Record<PropertyKey, unknown>)[k] : undefined),
+    options
+  );
+  return `${field}: got ${got === undefined ? 'nothing' : JSON.stringify(got)}; ${issue.message}${what ? ` — ${what}` : ''}`;
+}
+
+/**
+ * `--policy-options`: a campaign's `policy.options` as inline JSON (`{...}`) or a JSON/YAML file, checked
+ * against the campaign config's schema. A bad value is a CliUsageError naming the field, what it got and
+ * what is allowed.
+ */
+export function parsePolicyOptionsFlag(raw: string): Record<string, unknown> {
+  const flag = '--policy-options';
+  let value: unknown;
+  const inline = raw.trimStart().startsWith('{');
+  if (inline) {
+    try {
+      value = JSON.parse(raw);
+    } catch (err) {
+      throw new CliUsageError(
+        `${flag}: not valid JSON (${err instanceof Error ? err.message : String(err)}); give a JSON object such as '{"maxTokens": 64}', or a JSON/YAML file`
+      );
+    }
+  } else {
+    if (!fs.existsSync(raw))
+      throw new CliUsageError(`${flag}: "${raw}" is neither a JSON object ('{...}') nor an existing file`);
+    const text = fs.readFileSync(raw, 'utf8');
+    try {
+      value = raw.endsWith('.json') ? JSON.parse(text) : YAML.parse(text);
+    } catch (err) {
+      throw new CliUsageError(`${flag} ${raw}: does not parse (${err instanceof Error ? err.message : String(err)})`);
+    }
+  }
+  const where = inline ? flag : `${flag} ${raw}`;
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new CliUsageError(
+      `${where}: expected an object of UI-TARS options (a campaign's policy.options), got ${JSON.stringify(value)}`
+    );
+  const options = value as Record<string, unknown>;
+  const r = POLICY_OPTIONS_SCHEMA.safeParse(options);
+  if (!r.success)
+    throw new CliUsageError(`${where}: ${r.error.issues.map((i) => formatOptionIssue(i, options)).join('; ')}`);
+  return r.data as Record<string, unknown>;
+}
+
+/**
+ * The episode policy and its options of `dartflow precollect` / `eval`, checked before anything connects:
+ * the UI-TARS policies get `{ model: --vlm-model (default "dartflow"), ...--policy-options }`, as a
+ * `policy.kind: vlm` campaign sends them (workflows/campaign.ts policyOptions).
+ */
+export function episodePolicyFromFlags(
+  cmd: 'precollect' | 'eval',
+  values: { policy?: string; 'policy-options'?: string; 'vlm-model'?: string }
+): { policyKind: string; policyOptions?: Record<string, unknown> } {
+  const policyKind = values.policy ?? 'embedded';
+  if (cmd === 'precollect' && !(PRECOLLECT_POLICIES as readonly string[]).includes(policyKind))
+    throw new CliUsageError(
+      `--policy must be ${PRECOLLECT_POLICIES.join(', ')}, got "${policyKind}" (a VLM campaign pre-collects with uitars-oracle)`
+    );
+  const uitars = UITARS_POLICIES.includes(policyKind);
+  if (!uitars && (values['policy-options'] !== undefined || values['vlm-model'] !== undefined))
+    throw new CliUsageError(
+      `--policy-options and --vlm-model are UI-TARS options: they apply to --policy ${UITARS_POLICIES.join(' or ')}, not "${policyKind}"`
+    );
+  if (!uitars) return { policyKind };
+  if (values['vlm-model'] !== undefined && values['vlm-model'].trim() === '')
+    throw new CliUsageError(
+      "--vlm-model: empty; give the vLLM servers' --served-model-name (a campaign's policy.vlmModel)"
+    );
+  const options = values['policy-options'] !== undefined ? parsePolicyOptionsFlag(values['policy-options']) : {};
+  return { policyKind, policyOptions: { model: values['vlm-model'] ?? 'dartflow', ...options } };
+}
+
 async function precollectOrEval(cmd: 'precollect' | 'eval', args: string[]): Promise<void> {
   const [id, ...rest] = args;
   const { values } = parseArgs({
@@ -208,12 +344,15 @@ async function precollectOrEval(cmd: 'precollect' | 'eval', args: string[]): Pro
       k: { type: 'string' },
       attempts: { type: 'string' },
       policy: { type: 'string' },
+      'policy-options': { type: 'string' },
+      'vlm-model': { type: 'string' },
       temperature: { type: 'string' },
       episodes: { type: 'string' },
       version: { type: 'string' },
     },
   });
-  if (!id || !values.suite) throw new Error(`${cmd} ID --suite SUITE …\n${USAGE}`);
+  if (!id || id.startsWith('--') || !values.suite) throw new Error(`${cmd} ID --suite SUITE …\n${USAGE}`);
+  const { policyKind, policyOptions } = episodePolicyFromFlags(cmd, values);
   const tasks = loadSuite(values.suite).taskSpecs as unknown as Array<{ id: string } & Record<string, unknown>>;
   const client = await DartflowClient.connect();
   try {
@@ -229,9 +368,10 @@ async function precollectOrEval(cmd: 'precollect' | 'eval', args: string[]): Pro
           {
             campaignId: id,
             tasks,
-            successesPerTask: Number(values.k ?? 2),
-            maxAttemptsPerTask: Number(values.attempts ?? 64),
-            policyKind: values.policy ?? 'embedded',
+            successesPerTask: intFlag('k', values.k, 2),
+            maxAttemptsPerTask: intFlag('attempts', values.attempts, 64),
+            policyKind,
+            ...(policyOptions ? { policyOptions } : {}),
             endpoints,
             temperature: Number(values.temperature ?? 1.5),
           },
@@ -250,7 +390,8 @@ async function precollectOrEval(cmd: 'precollect' | 'eval', args: string[]): Pro
             tasks,
             episodesPerTask: Number(values.episodes ?? 20),
             endpoints,
-            policyKind: values.policy ?? 'embedded',
+            policyKind,
+            ...(policyOptions ? { policyOptions } : {}),
             atEpisodes: 0,
             startedAtMs: Date.now(),
           },
@@ -291,11 +432,14 @@ async function workersCommand(args: string[]): Promise<void> {
       'policy-servers': { type: 'string' },
       'policy-port': { type: 'string' },
       'vlm-base-model': { type: 'string' },
+      'vlm-world-size': { type: 'string' },
     },
   });
   const roles = (values.roles ? values.roles.split(',') : ROLES) as Role[];
   for (const r of roles)
     if (!ALL_ROLES.includes(r)) throw new Error(`unknown role "${r}" (roles: ${ALL_ROLES.join(', ')})`);
+  if (values['vlm-world-size'] !== undefined && !roles.includes('trainer-vlm'))
+    throw new Error("--vlm-world-size sets the Python VLM trainer's ranks: add trainer-vlm to --roles");
   // DARTFLOW_ENV_KIND (what a lone env worker reads) counts too: the children get the kind set explicitly.
   const envKind = values['env-kind'] ?? process.env.DARTFLOW_ENV_KIND ?? 'browser';
   if (!ENV_KINDS.includes(envKind as EnvKind))
@@ -311,6 +455,7 @@ async function workersCommand(args: string[]): Promise<void> {
     policyServers: intFlag('policy-servers', values['policy-servers'], 1),
     policyBasePort: intFlag('policy-port', values['policy-port'], 8700),
     ...(values['vlm-base-model'] ? { vlmBaseModel: values['vlm-base-model'] } : {}),
+    vlmWorldSize: intFlag('vlm-world-size', values['vlm-world-size'], 1),
     echo: true,
   } as const;
   // Listen before the children exist: a signal that arrives while they start must still stop them.
@@ -347,7 +492,6 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     case 'viewer': {
-      const { runViewer } = await import('../viewer/main');
       const viewer = await runViewer(rest);
       console.log(`dartflow viewer: ${viewer.loginUrl}`);
       const stop = listenForStop();

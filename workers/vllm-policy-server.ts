@@ -20,7 +20,8 @@ import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { announcePolicyServer, keepAnnouncing, readPolicyServerRegistration } from '../activities/data/policy-registry';
 import { exitWithParent } from '../infra/parent-watch';
 import { installQuietRuntime } from '../infra/runtime';
-import { createPolicyMetrics, vllmQueueReader } from '../metrics/policy';
+import { createPolicyMetrics } from '../metrics/policy';
+import { vllmServerMetrics } from '../metrics/vllm';
 import { startWorkerMetrics, type WorkerMetrics } from '../metrics/worker-metrics';
 import { latestCheckpointVersion } from '../rollout/checkpoint';
 import { payloadGuardInterceptors } from '../infra/payload-guard';
@@ -185,7 +186,8 @@ export async function startVllmPolicyServer(opts: VllmPolicyServerOptions): Prom
     throw err;
   }
   if (opts.metrics) {
-    const queue = vllmQueueReader(control.baseUrl, control.apiKey);
+    // vLLM's own /metrics, re-exported as dartflow_vllm_* (latencies, tokens, KV cache) and the queue depth.
+    const queue = vllmServerMetrics(opts.metrics.registry, opts.serverId, control.baseUrl, control.apiKey);
     const refresh = createPolicyMetrics(opts.metrics.registry, opts.serverId).watch(
       { served: () => gate.served, queueDepth: queue.depth, inFlight: () => gate.inFlight },
       (campaignId) => latestCheckpointVersion(store, campaignId)

@@ -3,10 +3,13 @@ contracts of activities/trainer/train-step.ts for a Hugging Face VLM.
 
     validate the input (generated JSON Schemas) → committed already? return it (reused)
     → read the checkpoint chain (a damaged hf.json refuses the step before any training)
-    → load the current version (and the KL reference) → load the step samples from MinIO
-    → staleness bound along the lineage (pooled successes exempt) → train (train_step.py / bc_step.py)
-    → save the folder + AdamW moments → commit (commit.py: one checkpoint, one ledger entry, and for a
-      train step the per-sample record the entry names)
+    → fetch the current version (and the KL reference) → load the step samples from MinIO
+    → staleness bound along the lineage (pooled successes exempt)
+    → a TrainJob for the runner: load the models, train (train_step.py / bc_step.py), save the folder +
+      AdamW moments — in this process (`run_job`), or on every rank of a distributed worker
+      (distributed.py: FSDP; rank 0 runs this module and writes)
+    → commit (commit.py: one checkpoint, one ledger entry, and for a train step the per-sample record
+      the entry names)
 
 Errors a retry cannot change are TrainerErrors (errors.py) with the TypeScript trainer's type names;
 an unreachable MinIO (StorageUnavailableError) and a lost version race are plain, retryable errors.
@@ -20,9 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
-from torch import nn
-
 from . import checkpoints, keys, models
 from .bc_step import bc_epochs
 from .commit import StepOutcome, commit_train_step, complete_manifests, read_committed
@@ -30,10 +30,113 @@ from .errors import CheckpointUnavailableError, InvalidTrainInput
 from .models import PolicySetup
 from .samples import LoadedBatch, LoadedSample, load_samples
 from .store import CorruptObjectError, ObjectNotFoundError, ObjectStore
-from .train_step import SampleStats, TrainConfig, make_optimizer, train_step
+from .train_step import (
+    SampleStats,
+    StepSample,
+    TrainConfig,
+    _distributed,
+    make_optimizer,
+    shard,
+    train_step,
+)
 from .validate import validate_behaviour_clone_input, validate_train_step_input
 
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a version's model comes from: a downloaded checkpoint folder, or the base (folder None)."""
+
+    folder: Path | None
+    kind: str | None
+    what: str  # for error messages: "current checkpoint v3 of campaign c (…/hf.json)"
+
+
+@dataclass(frozen=True)
+class BcSettings:
+    epochs: int
+    minibatch_size: int
+    seed: str
+    learning_rate: float
+
+
+@dataclass(frozen=True)
+class TrainJob:
+    """What every rank of a (distributed) worker runs for one activity: picklable, paths on a file system
+    every rank sees (a distributed worker's ranks share its machine)."""
+
+    op: str  # "train" or "bc"
+    current: ModelSource
+    samples: list[StepSample]  # the whole batch: each rank takes its share
+    out_dir: Path  # rank 0 writes `hf/` and `optimizer.safetensors` here
+    reference: ModelSource | None = None
+    config: TrainConfig | None = None  # op "train"
+    optimizer_state: Path | None = None  # AdamW moments to resume (op "train")
+    optimizer_what: str = ""
+    bc: BcSettings | None = None  # op "bc"
+
+
+@dataclass(frozen=True)
+class JobResult:
+    metrics: dict[str, float]
+    samples: list[SampleStats]  # op "train": one per sample of the batch, in order
+    folder: Path
+    optimizer_file: Path
+
+
 Heartbeat = Callable[[dict[str, Any]], None]
+Runner = Callable[[TrainJob, Heartbeat], JobResult]
+
+
+def run_job(setup: PolicySetup, job: TrainJob, heartbeat: Heartbeat) -> JobResult:
+    """Loads the models, trains and saves: on every rank under torch.distributed (FSDP over the ranks, each
+    on its share of the batch; the folder and moments are gathered and rank 0 writes them)."""
+    rank, world = _distributed()
+    processor = models.load_processor(setup)
+    model = models.load_policy(setup, job.current.folder, job.current.kind, job.current.what, True)
+    reference = (
+        models.load_policy(setup, job.reference.folder, job.reference.kind, job.reference.what, False)
+        if job.reference is not None
+        else None
+    )
+    if world > 1:
+        models.shard(model)
+    stats: list[SampleStats] = []
+    if job.op == "train":
+        assert job.config is not None
+        optimizer = make_optimizer(model, job.config)
+        if job.optimizer_state is not None:
+            models.load_optimizer(model, optimizer, job.optimizer_state, job.optimizer_what)
+        result = train_step(
+            model,
+            processor,
+            shard(job.samples, rank, world),
+            job.config,
+            optimizer,
+            reference=reference,
+            heartbeat=heartbeat,
+        )
+        metrics, stats = dict(result.metrics), result.samples
+    elif job.op == "bc":
+        assert job.bc is not None
+        # BC starts fresh moments (as the TypeScript trainer), with its own learning rate and no decay.
+        optimizer = make_optimizer(model, TrainConfig(learning_rate=job.bc.learning_rate, weight_decay=0.0))
+        metrics = bc_epochs(
+            model,
+            processor,
+            job.samples,
+            optimizer,
+            epochs=job.bc.epochs,
+            minibatch_size=job.bc.minibatch_size,
+            seed=job.bc.seed,
+            heartbeat=heartbeat,
+        )
+        metrics["worldSize"] = float(world)
+    else:
+        raise ValueError(f"internal: unknown job {job.op!r}")
+    folder, optimizer_file = job.out_dir / "hf", job.out_dir / "optimizer.safetensors"
+    models.save(model, processor, folder)
+    models.save_optimizer(model, optimizer, optimizer_file)
+    return JobResult(metrics, stats, folder, optimizer_file)
 
 
 @dataclass
@@ -43,11 +146,18 @@ class TrainerDeps:
     # Downloaded checkpoints (reused across steps) and each attempt's output folder.
     work_dir: Path
     heartbeat: Heartbeat = lambda _: None
+    # Runs a TrainJob: in this process by default; a distributed worker's rank 0 broadcasts it to every rank.
+    runner: Runner | None = None
+
+    def run(self, job: TrainJob) -> JobResult:
+        if self.runner is not None:
+            return self.runner(job, self.heartbeat)
+        return run_job(self.setup, job, self.heartbeat)
 
 
 @dataclass
-class Loaded:
-    model: nn.Module
+class Fetched:
+    source: ModelSource
     manifest: dict[str, Any] | None  # None: the base folder (v0 without hf.json)
 
 
@@ -60,15 +170,13 @@ def _unavailable(campaign_id: str, version: int, role: str, err: Exception) -> C
     )
 
 
-def load_version(deps: TrainerDeps, campaign_id: str, version: int, role: str, trainable: bool) -> Loaded:
-    """A version's model: its hf.json folder from MinIO, or (v0 without one) the base folder."""
+def fetch_version(deps: TrainerDeps, campaign_id: str, version: int, role: str) -> Fetched:
+    """A version's model source: its hf.json folder downloaded from MinIO, or (v0 without one) the base
+    folder; checked against the worker's kind and base architecture before anything loads it."""
     try:
         if not deps.store.exists(keys.hf_manifest(campaign_id, version)):
             if version == 0:
-                model = models.load_policy(
-                    deps.setup, None, None, f"the base model {deps.setup.base_model}", trainable
-                )
-                return Loaded(model, None)
+                return Fetched(ModelSource(None, None, f"the base model {deps.setup.base_model}"), None)
             raise ObjectNotFoundError(keys.hf_manifest(campaign_id, version), deps.store.bucket)
         manifest = checkpoints.read_hf_manifest(deps.store, campaign_id, version)
         deps.heartbeat({"phase": "downloading", "version": version})
@@ -79,7 +187,8 @@ def load_version(deps: TrainerDeps, campaign_id: str, version: int, role: str, t
     what = (
         f"{role} checkpoint v{version} of campaign {campaign_id} ({keys.hf_manifest(campaign_id, version)})"
     )
-    return Loaded(models.load_policy(deps.setup, folder, manifest["kind"], what, trainable), manifest)
+    models.check_source(deps.setup, folder, manifest["kind"], what)
+    return Fetched(ModelSource(folder, manifest["kind"], what), manifest)
 
 
 def _read_chain(deps: TrainerDeps, campaign_id: str) -> None:
@@ -160,22 +269,9 @@ def _finite(metrics: dict[str, float]) -> dict[str, float]:
     return {k: float(v) for k, v in metrics.items() if v == v and abs(v) != float("inf")}
 
 
-def _save(
-    deps: TrainerDeps, model: nn.Module, processor: Any, optimizer: torch.optim.Optimizer
-) -> tuple[Path, Path]:
-    out = Path(tempfile.mkdtemp(prefix="step-", dir=deps.work_dir))
-    folder = out / "hf"
-    models.save(model, processor, folder)
-    optimizer_file = out / "optimizer.safetensors"
-    models.save_optimizer(model, optimizer, optimizer_file)
-    return folder, optimizer_file
-
-
-def _save_and_commit(
+def _commit(
     deps: TrainerDeps,
-    model: nn.Module,
-    processor: Any,
-    optimizer: torch.optim.Optimizer,
+    out: JobResult,
     *,
     campaign: str,
     step_no: int,
@@ -188,30 +284,31 @@ def _save_and_commit(
     started_at: int | None = None,
     samples: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Writes the trained model to a scratch folder and commits it (checkpoint + ledger entry) as one step."""
-    folder, optimizer_file = _save(deps, model, processor, optimizer)
-    try:
-        return commit_train_step(
-            deps.store,
-            StepOutcome(
-                campaign_id=campaign,
-                train_step=step_no,
-                from_version=head,
-                kind=deps.setup.kind,
-                folder=folder,
-                optimizer_file=optimizer_file,
-                metrics=_finite(metrics),
-                groups=groups,
-                min_versions=loaded.min_versions,
-                staleness=staleness,
-                skipped=loaded.skipped_groups,
-                is_weight=is_weight,
-                started_at=started_at,
-                samples=samples,
-            ),
-        )
-    finally:
-        shutil.rmtree(folder.parent, ignore_errors=True)
+    """Commits the saved folder and moments (checkpoint + ledger entry) as one step."""
+    return commit_train_step(
+        deps.store,
+        StepOutcome(
+            campaign_id=campaign,
+            train_step=step_no,
+            from_version=head,
+            kind=deps.setup.kind,
+            folder=out.folder,
+            optimizer_file=out.optimizer_file,
+            metrics=_finite(metrics),
+            groups=groups,
+            min_versions=loaded.min_versions,
+            staleness=staleness,
+            skipped=loaded.skipped_groups,
+            is_weight=is_weight,
+            started_at=started_at,
+            samples=samples,
+        ),
+    )
+
+
+def _scratch(deps: TrainerDeps) -> Path:
+    """This attempt's output folder (removed after the commit)."""
+    return Path(tempfile.mkdtemp(prefix="step-", dir=deps.work_dir))
 
 
 def _train_step(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
@@ -231,11 +328,9 @@ def _train_step(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
     config = TrainConfig.from_trainer(cfg_raw)
     deps.work_dir.mkdir(parents=True, exist_ok=True)
     processor = models.load_processor(deps.setup)
-    current = load_version(deps, campaign, head, "current", trainable=True)
+    current = fetch_version(deps, campaign, head, "current")
     use_kl = config.loss.use_kl and config.loss.kl_beta > 0
-    reference = (
-        load_version(deps, campaign, inp["referenceVersion"], "KL reference", False) if use_kl else None
-    )
+    reference = fetch_version(deps, campaign, inp["referenceVersion"], "KL reference") if use_kl else None
 
     loaded = load_samples(
         deps.store,
@@ -253,56 +348,59 @@ def _train_step(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
             f"train step {step_no}: no fresh, trainable step in {len(inp['groups'])} groups", loaded, stale
         )
 
-    optimizer = make_optimizer(current.model, config)
     reset = cfg_raw.get("optimizerReset", "none")
     fresh_optimizer = reset == "every-step" or (reset == "rl-start" and head == inp["referenceVersion"])
+    state: Path | None = None
     if current.manifest is not None and not fresh_optimizer:
         state = checkpoints.fetch_optimizer(
             deps.store, current.manifest, deps.work_dir / f"opt-{step_no}.safetensors"
         )
-        if state is not None:
-            models.load_optimizer(
-                current.model, optimizer, state, f"checkpoint v{head} of campaign {campaign}"
+    out_dir = _scratch(deps)
+    try:
+        out = deps.run(
+            TrainJob(
+                op="train",
+                current=current.source,
+                reference=reference.source if reference else None,
+                samples=[s.sample for s in fresh],
+                out_dir=out_dir,
+                config=config,
+                optimizer_state=state,
+                optimizer_what=f"checkpoint v{head} of campaign {campaign}",
             )
-            state.unlink()
-
-    result = train_step(
-        current.model,
-        processor,
-        [s.sample for s in fresh],
-        config,
-        optimizer,
-        reference=reference.model if reference else None,
-        heartbeat=lambda d: deps.heartbeat({**d, "trainStep": step_no}),
-    )
-    metrics = {k: v for k, v in result.metrics.items() if k not in ("numSamples", "numSelected")}
-    metrics.update(
-        staleSteps=float(stale),
-        skippedSteps=float(loaded.skipped_steps),
-        skippedGroups=float(len(loaded.skipped_groups)),
-        optimizerSteps=1.0,
-        samplesPerSecond=len(fresh) / max(1e-3, time.time() - started),
-    )
-    return _save_and_commit(
-        deps,
-        current.model,
-        processor,
-        optimizer,
-        campaign=campaign,
-        step_no=step_no,
-        head=head,
-        metrics=metrics,
-        groups=inp["groups"],
-        loaded=loaded,
-        staleness=staleness,
-        is_weight={
-            "mean": metrics.get("isWeightMean", 1.0),
-            "min": metrics.get("isWeightMin", 1.0),
-            "truncatedFraction": metrics.get("isWeightTruncatedFraction", 0.0),
-        },
-        started_at=int(started * 1000),
-        samples=sample_rows(fresh, result.samples, staleness),
-    )
+        )
+        if state is not None:
+            state.unlink(missing_ok=True)
+        metrics = {k: v for k, v in out.metrics.items() if k not in ("numSamples", "numSelected")}
+        metrics.update(
+            staleSteps=float(stale),
+            skippedSteps=float(loaded.skipped_steps),
+            skippedGroups=float(len(loaded.skipped_groups)),
+            optimizerSteps=1.0,
+            samplesPerSecond=len(fresh) / max(1e-3, time.time() - started),
+        )
+        return _commit(
+            deps,
+            out,
+            campaign=campaign,
+            step_no=step_no,
+            head=head,
+            metrics=metrics,
+            groups=inp["groups"],
+            loaded=loaded,
+            staleness=staleness,
+            is_weight={
+                "mean": metrics.get("isWeightMean", 1.0),
+                "min": metrics.get("isWeightMin", 1.0),
+                "truncatedFraction": metrics.get("isWeightTruncatedFraction", 0.0),
+            },
+            started_at=int(started * 1000),
+            samples=sample_rows(fresh, out.samples, staleness),
+        )
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        if state is not None:
+            state.unlink(missing_ok=True)
 
 
 def _behaviour_clone(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
@@ -314,7 +412,7 @@ def _behaviour_clone(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
     _read_chain(deps, campaign)
     deps.work_dir.mkdir(parents=True, exist_ok=True)
     processor = models.load_processor(deps.setup)
-    current = load_version(deps, campaign, head, "current", trainable=True)
+    current = fetch_version(deps, campaign, head, "current")
     loaded = load_samples(
         deps.store,
         processor,
@@ -324,35 +422,37 @@ def _behaviour_clone(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
     _refuse_if_all_skipped(step_no, len(inp["demos"]), loaded)
     if not loaded.samples:
         raise _nothing_trainable("behaviourClone: the demonstrations hold no trainable step", loaded, 0)
-    # BC starts fresh moments (as the TypeScript trainer), with its own learning rate and no decay.
-    optimizer = make_optimizer(
-        current.model, TrainConfig(learning_rate=inp["learningRate"], weight_decay=0.0)
-    )
-    metrics = bc_epochs(
-        current.model,
-        processor,
-        [s.sample for s in loaded.samples],
-        optimizer,
-        epochs=inp["epochs"],
-        minibatch_size=inp["minibatchSize"],
-        seed=f"{campaign}/bc/{step_no}",
-        heartbeat=deps.heartbeat,
-    )
-    _, staleness = _staleness({"fromVersion": head, "maxStaleness": 0})
-    return _save_and_commit(
-        deps,
-        current.model,
-        processor,
-        optimizer,
-        campaign=campaign,
-        step_no=step_no,
-        head=head,
-        metrics=metrics,
-        groups=inp["demos"],
-        loaded=loaded,
-        staleness=staleness,
-        is_weight={"mean": 1.0, "min": 1.0, "truncatedFraction": 0.0},
-    )
+    out_dir = _scratch(deps)
+    try:
+        out = deps.run(
+            TrainJob(
+                op="bc",
+                current=current.source,
+                samples=[s.sample for s in loaded.samples],
+                out_dir=out_dir,
+                bc=BcSettings(
+                    epochs=inp["epochs"],
+                    minibatch_size=inp["minibatchSize"],
+                    seed=f"{campaign}/bc/{step_no}",
+                    learning_rate=inp["learningRate"],
+                ),
+            )
+        )
+        _, staleness = _staleness({"fromVersion": head, "maxStaleness": 0})
+        return _commit(
+            deps,
+            out,
+            campaign=campaign,
+            step_no=step_no,
+            head=head,
+            metrics=out.metrics,
+            groups=inp["demos"],
+            loaded=loaded,
+            staleness=staleness,
+            is_weight={"mean": 1.0, "min": 1.0, "truncatedFraction": 0.0},
+        )
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
 
 
 def _refusing_damaged_checkpoints(

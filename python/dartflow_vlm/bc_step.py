@@ -5,6 +5,11 @@ Per epoch the demonstrations are shuffled with a seed derived from the step (a r
 order), cut into minibatches of `minibatch_size`, and each minibatch is one AdamW step (gradient clip
 2.0, no weight decay: the TypeScript trainer's BC settings). Gradients accumulate one sample at a time,
 so memory does not grow with the minibatch.
+
+Under torch.distributed (FSDP) every rank holds every demonstration and takes its contiguous share of
+each minibatch (padded with weight-0 copies so all ranks run as many forwards and backwards); FSDP
+averages the gradients over ranks, so each share's loss is scaled by the world size: the same update as
+one process on the whole minibatch.
 """
 
 import math
@@ -13,10 +18,11 @@ from collections.abc import Sequence
 
 import torch
 from torch import nn
+from torch.distributed.tensor import DTensor
 from transformers import Qwen2VLProcessor
 
 from .errors import NonFiniteLossError
-from .train_step import Heartbeat, StepSample, response_logprobs
+from .train_step import Heartbeat, StepSample, _all_gather, _distributed, response_logprobs
 
 BC_GRAD_CLIP = 2.0
 
@@ -33,6 +39,7 @@ def bc_epochs(
     heartbeat: Heartbeat,
 ) -> dict[str, float]:
     model.eval()  # no dropout: the same function the rollouts sample from
+    rank, world = _distributed()
     rng = random.Random(seed)
     loss_sum = 0.0
     grad_norm_sum = 0.0
@@ -42,17 +49,24 @@ def bc_epochs(
         rng.shuffle(order)
         for start in range(0, len(order), minibatch_size):
             rows = [samples[i] for i in order[start : start + minibatch_size]]
+            share = -(-len(rows) // world)
+            weighted = [(s, 1.0) for s in rows] + [(rows[0], 0.0)] * (share * world - len(rows))
             optimizer.zero_grad(set_to_none=True)
-            batch_loss = 0.0
-            for s in rows:
+            losses: list[float] = []
+            for s, weight in weighted[rank * share : (rank + 1) * share]:
                 logp, _ = response_logprobs(model, processor, s)
-                loss = -logp.mean() / len(rows)
-                if not torch.isfinite(loss):
+                loss = -logp.mean() * weight / len(rows)
+                finite = bool(torch.isfinite(loss))
+                if world > 1:  # refused on every rank, or none would leave the next collective
+                    finite = all(_all_gather([finite]))
+                if not finite:
                     optimizer.zero_grad(set_to_none=True)
                     raise NonFiniteLossError("the BC loss is not finite; previous checkpoint kept")
-                loss.backward()
-                batch_loss += float(loss.detach())
-            norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), BC_GRAD_CLIP))
+                (loss * world).backward()  # FSDP averages the ranks' gradients
+                losses.append(float(loss.detach()))
+            batch_loss = math.fsum(_all_gather(losses))
+            total_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), BC_GRAD_CLIP)
+            norm = float(total_norm.full_tensor() if isinstance(total_norm, DTensor) else total_norm)
             if not math.isfinite(norm):
                 optimizer.zero_grad(set_to_none=True)
                 raise NonFiniteLossError(

@@ -8,6 +8,8 @@
   worker trains (an adapter for a full-weight worker, a full checkpoint under a LoRA worker: an
   adapter is always relative to the served base), is a CheckpointMismatchError.
 - The AdamW moments are saved as safetensors keyed by parameter name, so a later step resumes them.
+- Under torch.distributed (FSDP, full weights) the weights and moments are gathered from every rank's
+  shard and rank 0 writes them; restored moments are sharded like their parameters.
 """
 
 import json
@@ -16,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file, save_file
 from torch import nn
+from torch.distributed.tensor import DTensor, distribute_tensor
 from transformers import AutoProcessor, Qwen2VLForConditionalGeneration, Qwen2VLProcessor
 
 from .errors import CheckpointMismatchError
@@ -86,10 +90,9 @@ def load_processor(setup: PolicySetup) -> Qwen2VLProcessor:
     return processor
 
 
-def load_policy(
-    setup: PolicySetup, folder: Path | None, kind: str | None, what: str, trainable: bool
-) -> nn.Module:
-    """The model of a version: `folder` None means the base itself (v0)."""
+def check_source(setup: PolicySetup, folder: Path | None, kind: str | None, what: str) -> None:
+    """A checkpoint this worker can train from: its kind (full or LoRA) and, for full weights, the
+    base's architecture (CheckpointMismatchError otherwise). Cheap: reads config.json only."""
     if folder is not None and kind != setup.kind:
         raise CheckpointMismatchError(
             f"{what} is a {kind} checkpoint but this worker trains {setup.kind} weights"
@@ -98,6 +101,13 @@ def load_policy(
         )
     if folder is not None and kind == "full":
         check_compatible(setup.base_model, folder, what)
+
+
+def load_policy(
+    setup: PolicySetup, folder: Path | None, kind: str | None, what: str, trainable: bool
+) -> nn.Module:
+    """The model of a version: `folder` None means the base itself (v0)."""
+    check_source(setup, folder, kind, what)
     source = folder if folder is not None and kind == "full" else setup.base_model
     try:
         model = Qwen2VLForConditionalGeneration.from_pretrained(source, dtype=torch.float32)
@@ -125,15 +135,50 @@ def load_policy(
     return peft_model
 
 
+def _rank_world() -> tuple[int, int]:
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _full(t: torch.Tensor) -> torch.Tensor:
+    """The whole tensor of a (possibly FSDP-sharded) one: a collective for a DTensor."""
+    return t.full_tensor() if isinstance(t, DTensor) else t
+
+
+def shard(model: nn.Module) -> None:
+    """FSDP (fully_shard) over the ranks: each decoder layer, then the rest of the model. Parameters
+    become DTensors sharded along dim 0; an optimizer must be created after this."""
+    from torch.distributed.fsdp import fully_shard
+
+    if isinstance(model, PeftModel):
+        raise ValueError("FSDP of a LoRA adapter is not supported: train full weights under --world-size > 1")
+    assert isinstance(model, Qwen2VLForConditionalGeneration)
+    for layer in model.model.language_model.layers:
+        fully_shard(layer)
+    fully_shard(model)
+
+
 def save(model: nn.Module, processor: Qwen2VLProcessor, out_dir: Path) -> None:
     """A folder vLLM and transformers load unmodified: `save_pretrained` (safetensors, sharded below
-    S3's 5 GiB single-PUT limit) plus processor files; an adapter folder for a peft model."""
+    S3's 5 GiB single-PUT limit) plus processor files; an adapter folder for a peft model. Under FSDP
+    every rank takes part in gathering the full weights and rank 0 writes the folder."""
+    rank, world = _rank_world()
+    state: dict[str, Any] | None = None
+    if world > 1:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        state = dict(
+            get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        )
+    if rank != 0:
+        return
     out_dir.mkdir(parents=True, exist_ok=True)
     if isinstance(model, PeftModel):
         model.save_pretrained(str(out_dir), safe_serialization=True)
         return
     assert isinstance(model, Qwen2VLForConditionalGeneration)
-    model.save_pretrained(out_dir, safe_serialization=True, max_shard_size="4GB")
+    model.save_pretrained(out_dir, state_dict=state, safe_serialization=True, max_shard_size="4GB")
     processor.save_pretrained(out_dir)
 
 
@@ -144,14 +189,18 @@ def trainable_parameters(model: nn.Module) -> dict[str, nn.Parameter]:
 def save_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, path: Path) -> None:
     """AdamW moments by parameter name: `exp_avg.<name>`, `exp_avg_sq.<name>`, `step.<name>`."""
     tensors: dict[str, torch.Tensor] = {}
+    rank, _ = _rank_world()
     for name, p in trainable_parameters(model).items():
         state = optimizer.state.get(p)
         if not state:
-            continue
-        tensors[f"exp_avg.{name}"] = state["exp_avg"].detach().contiguous()
-        tensors[f"exp_avg_sq.{name}"] = state["exp_avg_sq"].detach().contiguous()
-        tensors[f"step.{name}"] = torch.as_tensor(state["step"], dtype=torch.float32).reshape(1)
-    save_file(tensors, str(path), metadata={"format": "dartflow-adamw/1"})
+            continue  # the same on every rank: each steps every parameter
+        # Under FSDP the moments are sharded like their parameter: gathered (a collective) in name order.
+        tensors[f"exp_avg.{name}"] = _full(state["exp_avg"]).detach().cpu().contiguous()
+        tensors[f"exp_avg_sq.{name}"] = _full(state["exp_avg_sq"]).detach().cpu().contiguous()
+        step = _full(torch.as_tensor(state["step"]))
+        tensors[f"step.{name}"] = step.detach().cpu().to(torch.float32).reshape(1)
+    if rank == 0:
+        save_file(tensors, str(path), metadata={"format": "dartflow-adamw/1"})
 
 
 def load_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, path: Path, what: str) -> None:
@@ -167,6 +216,9 @@ def load_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, path: Pat
                 f"{what}: optimizer state of {name} has shape {tuple(avg.shape)}, "
                 f"the parameter {tuple(p.shape)}"
             )
+        if isinstance(p, DTensor):  # FSDP: this rank's shard of the moments (every rank read the file)
+            avg = distribute_tensor(avg, p.device_mesh, p.placements)
+            sq = distribute_tensor(sq, p.device_mesh, p.placements)
         optimizer.state[p] = {
             "step": saved[f"step.{name}"].reshape(()).clone(),
             "exp_avg": avg.clone(),

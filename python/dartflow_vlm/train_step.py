@@ -18,7 +18,11 @@ record the activity writes (schemas/records.ts TrainSampleRecordSchema).
 
 NaN or ∞ in an input, the loss or the gradients raises NonFiniteLossError before the optimiser
 touches the weights. Under torch.distributed (FSDP, one process per rank with its share of the batch)
-the entropy selection and the normaliser are global and every rank ends with the same weights.
+the advantages, the entropy selection and the normaliser are global and every rank ends with the same
+weights; the metrics and the per-sample results are of the whole batch (gathered from every rank). Every
+rank must hold as many samples (each forward and backward is a collective): `shard` pads the batch with
+`padding` copies, which run through the model but get no advantage, are never selected and are left
+out of the metrics and results.
 """
 
 import math
@@ -60,6 +64,23 @@ class StepSample:
     trajectory_id: str
     reward: float
     step: int = 0  # the step's index in its trajectory (StepRecord.step)
+    # A copy that only keeps FSDP ranks in step (see `shard`): no advantage, never selected, not reported.
+    padding: bool = False
+
+
+def shard(samples: Sequence[StepSample], rank: int, world: int) -> list[StepSample]:
+    """Rank `rank`'s contiguous share of the batch, padded at the end to a multiple of `world` with
+    `padding` copies, so every rank holds as many samples and the ranks' shares in rank order, without
+    the padding, are the batch in its order (what train_step's gathered results follow)."""
+    if world <= 1:
+        return list(samples)
+    if not samples:
+        raise InvalidTrainInput("no step samples")
+    share = -(-len(samples) // world)
+    padded = list(samples) + [
+        replace(samples[i % len(samples)], padding=True) for i in range(share * world - len(samples))
+    ]
+    return padded[rank * share : (rank + 1) * share]
 
 
 @dataclass(frozen=True)
@@ -125,7 +146,8 @@ class TrainConfig:
 class StepResult:
     metrics: dict[str, float]
     out_dir: Path | None
-    samples: list[SampleStats] = field(default_factory=list)  # one per given step sample, in order
+    # One per step sample of the batch, in order (under torch.distributed: every rank's, padding left out).
+    samples: list[SampleStats] = field(default_factory=list)
 
 
 Heartbeat = Callable[[dict[str, Any]], None]
@@ -213,6 +235,67 @@ def _all_gather(values: list[Any]) -> list[Any]:
     return [v for part in parts for v in (part or [])]
 
 
+def _scatter(values: Tensor, at: Sequence[int], n: int) -> Tensor:
+    """A length-`n` float64 vector with `values` at positions `at` and 0 elsewhere (padding)."""
+    out = torch.zeros(n, dtype=torch.float64)
+    out[list(at)] = values.to(torch.float64)
+    return out
+
+
+@dataclass(frozen=True)
+class _Row:
+    """What the metrics need of one trained step sample (gathered from every rank)."""
+
+    new: Tensor  # log π_θ of the response tokens in the update's forward (before the optimiser step)
+    old: Tensor  # log π_old
+    behaviour: list[float] | None  # vLLM's recorded logprobs
+    ref: Tensor | None  # log π_ref
+    advantage: float
+    selection: float
+    entropy: float
+
+
+def _summarize(rows: Sequence[_Row], loss_config: LossConfig) -> tuple[dict[str, float], list[SampleStats]]:
+    """The loss metrics the update used (recomputed without a graph) and the per-sample results."""
+    width = max(r.old.shape[0] for r in rows)
+    old = _padded([r.old for r in rows], width)
+    new = _padded([r.new for r in rows], width)
+    mask = _padded([torch.ones(r.old.shape[0], dtype=torch.float64) for r in rows], width)
+    recorded = [r.behaviour or [0.0] * r.old.shape[0] for r in rows]
+    behaviour = _padded([torch.tensor(b, dtype=torch.float64) for b in recorded], width)
+    present = torch.tensor([r.behaviour is not None for r in rows])
+    ref = _padded([r.ref for r in rows if r.ref is not None], width) if loss_config.use_kl else None
+    advantages = torch.tensor([r.advantage for r in rows], dtype=torch.float64)
+    selection = torch.tensor([r.selection for r in rows], dtype=torch.float64)
+    summary = dart_loss(
+        new,
+        old,
+        behaviour,
+        advantages,
+        mask,
+        selection,
+        logp_ref=ref,
+        behaviour_present=present,
+        config=loss_config,
+        normalizer=max(1.0, float(selection.sum())),
+    ).metrics
+    # Per sample: the IS weight the loss multiplied into its PPO term (token-level TIS: the step's mean).
+    token_weight, _ = truncated_is_weight(old, behaviour, cap=loss_config.tis_cap, behaviour_present=present)
+    sample_weight = masked_sample_mean(token_weight, mask)
+    per_sample = [
+        SampleStats(
+            advantage=r.advantage,
+            selected=r.selection != 0,
+            entropy=r.entropy,
+            logp_old=float(r.old.sum()),
+            logp_behaviour=math.fsum(r.behaviour) if r.behaviour is not None else None,
+            is_weight=float(sample_weight[i]) if loss_config.use_tis else 1.0,
+        )
+        for i, r in enumerate(rows)
+    ]
+    return summary, per_sample
+
+
 def train_step(
     model: nn.Module,
     processor: Qwen2VLProcessor,
@@ -236,17 +319,21 @@ def train_step(
     if len(set(counts)) > 1:
         # Every forward and backward is a collective under FSDP: unequal shares would hang the ranks.
         raise InvalidTrainInput(f"ranks hold unequal numbers of samples {counts}; pad or drop to a multiple")
-    keys = _all_gather([(s.group_id, s.trajectory_id, s.reward) for s in samples])
+    keys = _all_gather([(s.group_id, s.trajectory_id, s.reward, s.padding) for s in samples])
     offset = sum(counts[:rank])
+    real = [i for i, k in enumerate(keys) if not k[3]]
+    if not real:
+        raise InvalidTrainInput("every step sample is padding")
     try:
-        advantages_all = step_advantages(
-            [k[0] for k in keys],
-            [k[1] for k in keys],
-            [k[2] for k in keys],
+        advantages_real = step_advantages(
+            [keys[i][0] for i in real],
+            [keys[i][1] for i in real],
+            [keys[i][2] for i in real],
             statistics_over=config.advantage_statistics,
         )
     except NonFiniteValueError as err:
         raise NonFiniteLossError(f"{err}; previous checkpoint kept") from err
+    advantages_all = _scatter(advantages_real, real, len(keys))
     advantages = advantages_all[offset : offset + len(samples)]
 
     # π_old and step entropies with the current weights.
@@ -265,9 +352,12 @@ def train_step(
     if not all(map(math.isfinite, all_entropies)):
         raise NonFiniteLossError("a step entropy is not finite (non-finite weights?); checkpoint kept")
     if config.use_entropy_selection:
-        selection_all = high_entropy_mask(all_entropies, top_fraction=config.entropy_top_fraction)
+        selection_real = high_entropy_mask(
+            [all_entropies[i] for i in real], top_fraction=config.entropy_top_fraction
+        )
     else:
-        selection_all = torch.ones(len(all_entropies), dtype=torch.float64)
+        selection_real = torch.ones(len(real), dtype=torch.float64)
+    selection_all = _scatter(selection_real, real, len(all_entropies))
     selection = selection_all[offset : offset + len(samples)]
     total_selected = float(selection_all.sum())
 
@@ -328,41 +418,32 @@ def train_step(
     optimizer.zero_grad(set_to_none=True)
     train_seconds = time.perf_counter() - started - old_seconds
 
-    # Metrics of this rank's samples (the loss the update used, recomputed without a graph).
-    summary = dart_loss(
-        torch.stack(new_rows),
-        old,
-        behaviour,
-        advantages,
-        mask,
-        selection,
-        logp_ref=ref,
-        behaviour_present=present,
-        config=loss_config,
-        normalizer=max(1.0, float(selection.sum())),
-    ).metrics
-    # Per sample: the IS weight the loss multiplied into its PPO term (token-level TIS: the step's mean).
-    token_weight, _ = truncated_is_weight(old, behaviour, cap=loss_config.tis_cap, behaviour_present=present)
-    sample_weight = masked_sample_mean(token_weight, mask)
-    per_sample = [
-        SampleStats(
-            advantage=float(advantages[i]),
-            selected=bool(selection[i] != 0),
-            entropy=entropies[i],
-            logp_old=float(old_rows[i].sum()),
-            logp_behaviour=math.fsum(s.behaviour_logprobs) if s.behaviour_logprobs is not None else None,
-            is_weight=float(sample_weight[i]) if loss_config.use_tis else 1.0,
-        )
-        for i, s in enumerate(samples)
-    ]
+    # Metrics and per-sample results of the whole batch: every rank's rows (without padding), in order.
+    rows = _all_gather(
+        [
+            _Row(
+                new=new_rows[i][: len(s.response_token_ids)],
+                old=old_rows[i],
+                behaviour=s.behaviour_logprobs,
+                ref=ref_rows[i] if use_ref else None,
+                advantage=float(advantages[i]),
+                selection=float(selection[i]),
+                entropy=entropies[i],
+            )
+            for i, s in enumerate(samples)
+            if not s.padding
+        ]
+    )
+    summary, per_sample = _summarize(rows, loss_config)
     metrics = {
         **summary,
         "gradNorm": norm,
-        "samples": float(len(samples)),
-        "tokens": float(mask.sum()),
-        "entropyMean": sum(entropies) / len(entropies),
+        "samples": float(len(rows)),
+        "tokens": float(sum(r.old.shape[0] for r in rows)),
+        "entropyMean": sum(r.entropy for r in rows) / len(rows),
         "oldLogprobSeconds": old_seconds,
         "updateSeconds": train_seconds,
+        "worldSize": float(world),
     }
     if out_dir is not None:
         save_started = time.perf_counter()

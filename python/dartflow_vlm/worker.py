@@ -3,7 +3,11 @@ the same activity names, inputs, results and failure types as workers/trainer-wo
 routes VLM training here by the queue alone.
 
     .tools/vlm-venv/bin/python -m dartflow_vlm.worker --base-model /models/tiny-qwen2-vl \\
-        [--task-queue trainer-vlm] [--lora-rank 8] [--work-dir .data/vlm-trainer] [--threads 2]
+        [--task-queue trainer-vlm] [--lora-rank 8] [--work-dir .data/vlm-trainer] [--threads 2] \\
+        [--world-size 2 [--dist-timeout 1800]]
+
+With --world-size N > 1 (or under torchrun) the step trains data-parallel over N processes with FSDP
+(distributed.py): this process is rank 0, the Temporal worker, and spawns ranks 1..N-1.
 
 Temporal and MinIO are found through the same environment variables as the TypeScript roles
 (TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE / TEMPORAL_TLS_*, S3_*; the local dev servers otherwise).
@@ -33,6 +37,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
 from .activities import TrainerDeps, run_behaviour_clone, run_train_step
+from .distributed import Coordinator, DistSettings, follow, init_torchrun, start_ranks
 from .errors import TrainerError
 from .models import PolicySetup
 from .store import ObjectStore, S3Settings
@@ -102,8 +107,35 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--work-dir", default=str(data_dir / "vlm-trainer"), help="downloaded checkpoints, outputs"
     )
-    p.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="torch intra-op threads per rank (0: torch's default; cores / world size with --world-size)",
+    )
+    p.add_argument(
+        "--world-size",
+        type=int,
+        default=int(env.get("DARTFLOW_VLM_WORLD_SIZE", "1")),
+        help="data-parallel ranks (FSDP), one process each, spawned by this one (under torchrun: WORLD_SIZE)",
+    )
+    p.add_argument(
+        "--dist-timeout", type=float, default=1800.0, help="seconds a collective may wait for the other ranks"
+    )
     args = p.parse_args(argv)
+    under_torchrun = int(env.get("WORLD_SIZE", "1")) > 1 and "RANK" in env
+    if under_torchrun:
+        if args.world_size not in (1, int(env["WORLD_SIZE"])):
+            p.error(f"--world-size {args.world_size} under torchrun, whose WORLD_SIZE is {env['WORLD_SIZE']}")
+        args.world_size = int(env["WORLD_SIZE"])
+    args.torchrun = under_torchrun
+    if args.world_size < 1:
+        p.error(f"--world-size must be ≥ 1, got {args.world_size}")
+    if args.world_size > 1 and args.lora_rank > 0:
+        p.error(
+            "--world-size > 1 trains full weights only (FSDP of a LoRA adapter is not supported): "
+            "drop --lora-rank, or train the adapter in one process"
+        )
     if not args.base_model:
         p.error(
             "--base-model (or DARTFLOW_VLM_BASE_MODEL) is required: the folder the vLLM servers started from"
@@ -113,21 +145,29 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-async def run(argv: list[str]) -> int:
-    args = parse_args(argv)
+async def run(args: argparse.Namespace, coordinator: Coordinator | None = None) -> int:
+    """Rank 0 (or the only process): the Temporal worker."""
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     store = ObjectStore(S3Settings.from_env())
     await asyncio.to_thread(store.ensure_bucket)
+    setup = policy_setup(args)
     deps = TrainerDeps(
         store=store,
-        setup=PolicySetup(
-            base_model=Path(args.base_model), lora_rank=args.lora_rank, lora_alpha=args.lora_alpha
-        ),
+        setup=setup,
         work_dir=Path(args.work_dir),
+        runner=coordinator.run if coordinator else None,
     )
     client = await connect_temporal(dict(os.environ))
     acts = TrainerActivities(deps)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    if coordinator is not None:
+        # The process group broke (a rank died, a job failed half-way): stop polling and exit non-zero.
+        def on_broken(_reason: str) -> None:
+            loop.call_soon_threadsafe(stop.set)
+
+        coordinator.on_broken = on_broken
     with ThreadPoolExecutor(max_workers=1) as executor:
         worker = Worker(
             client,
@@ -138,21 +178,58 @@ async def run(argv: list[str]) -> int:
             # Let an in-flight step finish on SIGTERM; a kill -9 is covered by the step's idempotency.
             graceful_shutdown_timeout=timedelta(minutes=2),
         )
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         async with worker:
             print(
-                json.dumps({"ready": True, "taskQueue": args.task_queue, "kind": deps.setup.kind}), flush=True
+                json.dumps(
+                    {
+                        "ready": True,
+                        "taskQueue": args.task_queue,
+                        "kind": deps.setup.kind,
+                        "worldSize": args.world_size,
+                    }
+                ),
+                flush=True,
             )
             await stop.wait()
     store.close()
-    return 0
+    return 1 if coordinator is not None and coordinator.broken else 0
+
+
+def policy_setup(args: argparse.Namespace) -> PolicySetup:
+    return PolicySetup(base_model=Path(args.base_model), lora_rank=args.lora_rank, lora_alpha=args.lora_alpha)
 
 
 def main() -> int:
-    return asyncio.run(run(sys.argv[1:]))
+    args = parse_args(sys.argv[1:])
+    if args.world_size == 1:
+        return asyncio.run(run(args))
+    settings = DistSettings(
+        world_size=args.world_size,
+        # The trainer computes on CPU (models are not placed on GPUs yet), so its ranks talk over gloo.
+        backend="gloo",
+        timeout_s=args.dist_timeout,
+        threads=args.threads,
+    )
+    setup = policy_setup(args)
+    context = None
+    if args.torchrun:
+        if init_torchrun(settings) != 0:
+            return follow(setup)  # torchrun's other ranks: no Temporal, no MinIO
+    else:
+        context = start_ranks(setup, settings)
+    coordinator = Coordinator(setup, on_broken=lambda _reason: None)
+    try:
+        code = asyncio.run(run(args, coordinator))
+    finally:
+        coordinator.close()
+        if context is not None:
+            for p in context.processes:
+                p.join(timeout=60)
+                if p.is_alive():
+                    p.kill()
+    return code
 
 
 if __name__ == "__main__":

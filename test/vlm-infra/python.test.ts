@@ -34,7 +34,7 @@ describe('Python (python/, VLM venv)', { skip: SKIP_REASON }, () => {
   });
 
   it('pytest python/tests passes', () => {
-    const r = run(py, ['-m', 'pytest', '-q']);
+    const r = run(py, ['-m', 'pytest', '-q'], PY_DIR, 1_200_000);
     assert.ok(r.ok, r.output.slice(-5000));
     assert.match(r.output, /\d+ passed/);
   });

@@ -1,7 +1,8 @@
 /**
  * `dartflow workers --roles trainer-vlm` (cli/local-workers.ts): the Python VLM trainer runs as a local
  * child on the `trainer-vlm` queue (TASK_QUEUES.trainerVlm), logs to its file and stops on SIGTERM; without
- * a base model the role is refused naming the flag. Skips without the VLM venv.
+ * a base model the role is refused naming the flag. `vlmWorldSize` (`dartflow workers --vlm-world-size`)
+ * starts it with that many FSDP ranks, and stopping the role stops them all. Skips without the VLM venv.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -13,6 +14,32 @@ import { TASK_QUEUES } from '../../schemas/task-queues';
 import { testSettings } from '../helpers/infra';
 import { waitFor } from '../helpers/wait';
 import { buildTinyModel, SKIP_REASON } from '../vlm-infra/helpers';
+
+/** The children of a process (every thread's /proc children list). */
+function childPids(pid: number): number[] {
+  const out: number[] = [];
+  for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
+    const text = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
+    if (text) out.push(...text.split(/\s+/).map(Number));
+  }
+  return out;
+}
+const cmdline = (pid: number): string => {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return '';
+  }
+};
+/** Running (not gone, not a zombie waiting to be reaped). */
+function alive(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
 
 describe('the trainer-vlm local role', { skip: SKIP_REASON }, () => {
   let tmp: string;
@@ -34,12 +61,20 @@ describe('the trainer-vlm local role', { skip: SKIP_REASON }, () => {
     );
   });
 
-  it('starts the Python trainer on the trainer-vlm queue and stops it with the others', async () => {
+  it('refuses a world size that is not a whole number ≥ 1', () => {
+    assert.throws(
+      () => startLocalWorkers(settings, { roles: ['trainer-vlm'], logDir: tmp, vlmBaseModel: tmp, vlmWorldSize: 0 }),
+      /role trainer-vlm: the world size must be a whole number ≥ 1, got 0/
+    );
+  });
+
+  it('starts the Python trainer with 2 ranks on the trainer-vlm queue and stops it and its ranks', async () => {
     const model = path.join(tmp, 'tiny');
     await buildTinyModel(model, 0);
     workers = startLocalWorkers(settings, {
       roles: ['trainer-vlm'],
       vlmBaseModel: model,
+      vlmWorldSize: 2,
       vlmTrainerArgs: ['--work-dir', path.join(tmp, 'work')],
       logDir: tmp,
       env: { HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' },
@@ -56,8 +91,12 @@ describe('the trainer-vlm local role', { skip: SKIP_REASON }, () => {
       180_000
     );
     assert.ok(log().includes(`"taskQueue": "${TASK_QUEUES.trainerVlm}"`), log().slice(-2000));
-    await workers.stop(30_000);
-    assert.ok(child.process.exitCode !== null || child.process.signalCode !== null, 'the Python worker exited');
+    assert.ok(log().includes('"worldSize": 2'), `started with --world-size 2:\n${log().slice(-2000)}`);
+    const ranks = childPids(child.process.pid!).filter((pid) => cmdline(pid).includes('multiprocessing.spawn'));
+    assert.equal(ranks.length, 1, 'rank 0 spawned rank 1');
+    await workers.stop(60_000);
+    assert.equal(child.process.exitCode, 0, `the Python worker exited cleanly:\n${log().slice(-2000)}`);
+    await waitFor('rank 1 to exit', () => Promise.resolve(ranks.every((pid) => !alive(pid))), 30_000);
     workers = undefined;
   });
 });
