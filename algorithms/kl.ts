@@ -47,3 +47,25 @@ export function lowVarKl(logp: number, logpRef: number, options?: Partial<KlOpti
   const inside = Math.abs(rawD) <= o.logRatioClamp && Math.abs(rawKl) <= o.klClamp;
   return { kl, dKlDLogp: inside ? 1 - ratio : 0 };
 }
+
+/**
+ * Mean k3 estimate of KL(π_old ‖ π_θ) over actions sampled from π_old (Schulman 2020):
+ *
+ *   r_i = exp(logp_i − logpOld_i),   KL ≈ (1/n) Σ_i (r_i − 1 − log r_i)   (every term ≥ 0)
+ *
+ * How far an update has moved the policy on a batch — the quantity PPO's "target_kl" early stop reads.
+ * log r is clamped to ±20 as in lowVarKl, so a runaway sample gives a large but finite value. 0 for n = 0.
+ */
+export function meanApproxKl(logpOld: ArrayLike<number>, logp: ArrayLike<number>): number {
+  if (logpOld.length !== logp.length) {
+    throw new InvalidArgumentError(`meanApproxKl: ${logpOld.length} old log-probs for ${logp.length} new ones`);
+  }
+  let sum = 0;
+  for (let i = 0; i < logp.length; i++) {
+    assertFinite(logpOld[i] as number, 'logpOld', i);
+    assertFinite(logp[i] as number, 'logp', i);
+    const d = Math.max(-20, Math.min(20, (logp[i] as number) - (logpOld[i] as number)));
+    sum += Math.exp(d) - 1 - d;
+  }
+  return logp.length === 0 ? 0 : sum / logp.length;
+}

@@ -15,27 +15,24 @@
  * mean total-variation distance between the click distributions under two colour words), the click-mass
  * on the target box vs on other boxes, and per train step the share of groups with non-zero advantage.
  *
+ * The RL update is the trainer's own function (activities/trainer/grpo-update.ts), so every trainer field applies
+ * (`--set rlLearningRate=0.001 --set klBeta=0.05 …`); `--dynamic` gives each family DART's dynamic rollout number
+ * from its last 8 rewards, as planNextGroup does. Each evaluation also reports ‖W_q‖, the exact KL(π ‖ π_BC) and
+ * the greedy first-step action kinds (named box / other box / background / token).
+ *
  * Run: npx tsx bench/colour-probe.ts collect            (Chromium; caches screens in .data/bench/colour-probe)
- *      npx tsx bench/colour-probe.ts rl [--spec default|colourfilm] [--seeds 1,2,3] [--episodes 2000]
- *           [--lr 0.003] [--groups 8] [--n 8] [--demos 16] [--bc-epochs 4] [--eval-every 250] [--out file]
- *           [--entropy-coef 0] [--epochs 2] [--families click-colour[,click-target]]
+ *      npx tsx bench/colour-probe.ts rl [--spec default|v2|v3] [--seeds 1,2,3] [--episodes 2000]
+ *           [--lr 0.003] [--groups 8] [--n 8 | --dynamic] [--demos 16] [--bc-epochs 4] [--eval-every 250]
+ *           [--entropy-coef 0] [--epochs 2] [--families click-colour[,click-target]] [--set field=value …] [--out file]
+ *      npx tsx bench/colour-probe.ts campaign <campaignId> [--ref 1]   (a real campaign's checkpoints and ledger)
  *      npx tsx bench/colour-probe.ts render             (a few observations at the policy's 64×64 input, PNG)
  *      npx tsx bench/colour-probe.ts report a.json b.json  (markdown table of saved runs)
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { PNG } from 'pngjs';
-import {
-  adamStep,
-  computeLoss,
-  createAdamState,
-  createPrng,
-  highEntropyMask,
-  shuffled,
-  stepAdvantages,
-  type AdamState,
-  type LossSample,
-} from '../algorithms';
+import { adamStep, createAdamState, createPrng, dynamicRolloutNumber, shuffled, type AdamState } from '../algorithms';
+import { grpoUpdate } from '../activities/trainer/grpo-update';
 import { actionMask, indexFromAction } from '../policy/action-space';
 import { encodeInstruction, encodePreviousAction, encodeScreenshot } from '../policy/observation';
 import { sampleAction } from '../policy/sampling';
@@ -46,6 +43,7 @@ import {
   numActions,
   numCells,
   paramCount,
+  v2PolicySpec,
   type PolicySpec,
 } from '../policy/spec';
 import { initWeights, type PolicyWeights } from '../policy/weights';
@@ -280,6 +278,10 @@ interface EvalPoint {
   /** click-colour, first step: probability mass on the target box / on other boxes / on background. */
   massTarget: number;
   massOther: number;
+  /** ‖query.weight‖ (spec v3), exact mean KL(π ‖ π_BC) on held-out first steps, greedy first-step kinds. */
+  qNorm?: number;
+  klRef?: number;
+  kinds?: Record<string, { target: number; other: number; background: number; token: number }>;
 }
 
 async function evaluate(sess: PolicyTrainSession, w: PolicyWeights, held: Record<string, Enc[]>, episodes: number) {
@@ -355,13 +357,70 @@ const arg = (args: string[], name: string, dflt: string) =>
 async function loadSpec(name: string): Promise<PolicySpec> {
   if (name === 'default') return defaultPolicySpec;
   // spec v2's network (no instruction query in the click head): the "before" of the comparison.
-  if (name === 'v2') return defaultPolicySpec;
+  if (name === 'v2') return v2PolicySpec;
   if (name === 'v3') return clickQueryPolicySpec;
   const mod = (await import('../policy/spec')) as unknown as Record<string, PolicySpec>;
   const s = mod[`${name}PolicySpec`];
   if (!s) throw new Error(`no spec ${name}PolicySpec in policy/spec.ts`);
   return s;
 }
+
+/** `--set key=value` (repeatable): trainer fields over the probe's base (values parsed as JSON, else strings). */
+function trainerSets(args: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  args.forEach((a, i) => {
+    if (a !== '--set') return;
+    const [k, ...rest] = args[i + 1]!.split('=');
+    const v = rest.join('=');
+    try {
+      out[k!] = JSON.parse(v);
+    } catch {
+      out[k!] = v;
+    }
+  });
+  return out;
+}
+
+/** Exact mean KL(π ‖ π_ref) over the action distributions of `rows` (first steps of held-out screens). */
+async function exactKl(sess: PolicyTrainSession, w: PolicyWeights, ref: PolicyWeights, rows: ObservationRow[]) {
+  const a = await forward(sess, w, rows);
+  const b = await forward(sess, ref, rows);
+  let sum = 0;
+  for (let k = 0; k < rows.length; k++)
+    for (let i = 0; i < a.A; i++) {
+      const lp = a.logp[k * a.A + i]!;
+      if (lp < -50) continue;
+      sum += Math.exp(lp) * (lp - Math.max(-50, b.logp[k * a.A + i]!));
+    }
+  return rows.length ? sum / rows.length : 0;
+}
+
+/** Greedy first-step action kinds on held-out screens: the named box / another box / background / a token. */
+async function greedyKinds(sess: PolicyTrainSession, w: PolicyWeights, encs: Enc[]) {
+  const spec = sess.spec;
+  const cells = numCells(spec);
+  const { logp, A } = await forward(
+    sess,
+    w,
+    encs.map((e) => row(spec, e, null))
+  );
+  const kinds = { target: 0, other: 0, background: 0, token: 0 };
+  encs.forEach((e, k) => {
+    let best = 0;
+    for (let i = 1; i < A; i++) if (logp[k * A + i]! > logp[k * A + best]!) best = i;
+    if (best >= cells) kinds.token++;
+    else if (e.s.outcome[best] === 1) kinds.target++;
+    else if (e.s.outcome[best] === 0) kinds.other++;
+    else kinds.background++;
+  });
+  for (const key of Object.keys(kinds) as Array<keyof typeof kinds>) kinds[key] /= Math.max(1, encs.length);
+  return kinds;
+}
+
+const tensorNorm = (w: PolicyWeights, name: string): number => {
+  const t = w[name];
+  return t ? Math.sqrt(t.reduce((a, x) => a + x * x, 0)) : 0;
+};
 
 async function rl(args: string[]): Promise<void> {
   const specName = arg(args, '--spec', 'default');
@@ -372,6 +431,7 @@ async function rl(args: string[]): Promise<void> {
   const lr = Number(arg(args, '--lr', '0.003'));
   const groups = Number(arg(args, '--groups', '8'));
   const n = Number(arg(args, '--n', '8'));
+  const dynamic = args.includes('--dynamic');
   const demos = Number(arg(args, '--demos', '16'));
   const bcEpochs = Number(arg(args, '--bc-epochs', '4'));
   const evalEvery = Number(arg(args, '--eval-every', '250'));
@@ -379,9 +439,12 @@ async function rl(args: string[]): Promise<void> {
   const out = arg(args, '--out', '');
   const entropyCoef = Number(arg(args, '--entropy-coef', '0'));
   const epochs = Number(arg(args, '--epochs', '2'));
-  const trainer = TrainerSchema.parse({ learningRate: lr, klBeta: 0, epochs, entropyCoef });
+  const sets = trainerSets(args);
+  // The probe's base is the pre-issue-14 quickstart trainer (lr 3e-3, 2 epochs, KL 0, carried Adam); --set
+  // overrides any trainer field, e.g. --set rlLearningRate=0.001 --set klBeta=0.05 --set targetKl=0.02.
+  const trainer = TrainerSchema.parse({ learningRate: lr, klBeta: 0, epochs, entropyCoef, ...sets });
   console.log(
-    `spec ${specName} (${paramCount(spec)} params), lr ${lr}, epochs ${epochs}, entropy coef ${entropyCoef}, ${groups} groups × n=${n}, families ${families}`
+    `spec ${specName} (${paramCount(spec)} params), BC lr ${lr}, trainer ${JSON.stringify({ ...sets, epochs: trainer.epochs, entropyCoef: trainer.entropyCoef, rlLearningRate: trainer.rlLearningRate })}, ${groups} groups × n=${dynamic ? 'dynamic' : n}, families ${families}`
   );
   const train: Record<string, Enc[]> = {};
   const held: Record<string, Enc[]> = {};
@@ -423,41 +486,66 @@ async function rl(args: string[]): Promise<void> {
         adamStep(w, grads, bcOpt, { learningRate: lr, weightDecay: 0, maxGradNorm: 2 });
       }
     }
-    const optimizer: AdamState = bcOpt; // carried over (the quickstart default)
+    const reference = Object.fromEntries(Object.entries(w).map(([k, v]) => [k, v.slice()])) as PolicyWeights;
+    // Carried over from BC (the quickstart default) unless trainer.optimizerReset says otherwise.
+    let optimizer: AdamState = trainer.optimizerReset === 'none' ? bcOpt : createAdamState(w);
     const curve: EvalPoint[] = [];
     const stepsLog: Array<Record<string, number>> = [];
+    const recent: Record<string, number[]> = Object.fromEntries(families.map((f) => [f, []]));
     let episodes = 0;
+    const klRows = Object.values(held)
+      .flat()
+      .slice(0, 256)
+      .map((e) => row(spec, e, null));
+    const diagnose = async (p: EvalPoint) => {
+      p.qNorm = tensorNorm(w, 'query.weight');
+      p.klRef = await exactKl(sess, w, reference, klRows);
+      p.kinds = {};
+      for (const [f, encs] of Object.entries(held)) p.kinds[f] = await greedyKinds(sess, w, encs);
+      return p;
+    };
     const log = (p: EvalPoint) => {
       curve.push(p);
       const fam = Object.keys(p.greedy)
         .map(
           (f) =>
-            `${f} ${(p.greedy[f]! * 100).toFixed(0)}/${(p.sampled[f]! * 100).toFixed(0)} H=${p.entropy[f]!.toFixed(2)}`
+            `${f} ${(p.greedy[f]! * 100).toFixed(0)}/${(p.sampled[f]! * 100).toFixed(0)} H=${p.entropy[f]!.toFixed(2)} ` +
+            `[${Object.values(p.kinds?.[f] ?? {})
+              .map((x) => (x * 100).toFixed(0))
+              .join('/')}]`
         )
         .join(' | ');
       console.log(
-        `seed ${seed} ep ${p.episodes}: greedy/T1 ${fam} | colour sens ${(p.sensitivity * 100).toFixed(0)}% tv ${p.tv.toFixed(2)} mass target ${p.massTarget.toFixed(2)} other ${p.massOther.toFixed(2)}`
+        `seed ${seed} ep ${p.episodes}: greedy/T1 ${fam} | sens ${(p.sensitivity * 100).toFixed(0)}% tv ${p.tv.toFixed(2)} | |Wq| ${p.qNorm?.toFixed(2)} KL(π‖BC) ${p.klRef?.toFixed(2)}`
       );
     };
-    log(await evaluate(sess, w, held, 0));
+    log(await diagnose(await evaluate(sess, w, held, 0)));
     let nextEval = evalEvery;
     let round = 0;
+    let lastEvalRound = 0;
     while (episodes < maxEpisodes) {
       round++;
-      const eps: Array<{ enc: Enc; groupId: string; trajectoryId: string; seed: number }> = [];
+      const eps: Array<{ enc: Enc; groupId: string; trajectoryId: string; seed: number; family: string }> = [];
       for (let gi = 0; gi < groups; gi++) {
         const f = families[(round * groups + gi) % families.length]!;
         const enc = train[f]![Math.floor(rng.next() * train[f]!.length)]!;
-        for (let k = 0; k < n; k++)
+        const last = recent[f]!.slice(-8);
+        // Dynamic rollout number per family (DART §4.6, as planNextGroup reads the task's recent rewards).
+        const groupN = dynamic
+          ? dynamicRolloutNumber(last.length ? last.reduce((a, b) => a + b, 0) / last.length : null)
+          : n;
+        for (let k = 0; k < groupN; k++)
           eps.push({
             enc,
             groupId: `r${round}g${gi}`,
             trajectoryId: `r${round}g${gi}e${k}`,
             seed: Math.floor(rng.next() * 1e9),
+            family: f,
           });
       }
       episodes += eps.length;
       const ro = await rollout(sess, w, eps, { greedy: false, maxSteps: 4 });
+      eps.forEach((e, i) => recent[e.family]!.push(ro.rewards[i]!));
       // Curation: a group whose rewards are all equal has no signal (skipped, as selectTrainBatch does).
       const byGroup = new Map<string, number[]>();
       eps.forEach((e, i) => byGroup.set(e.groupId, [...(byGroup.get(e.groupId) ?? []), ro.rewards[i]!]));
@@ -471,62 +559,47 @@ async function rl(args: string[]): Promise<void> {
         samples: samples.length,
       };
       if (samples.length > 0) {
-        const rowsAll = samples.map((s) => row(spec, s.enc, s.prev));
-        const A = numActions(spec);
-        const old = await forward(sess, w, rowsAll);
-        const logpOld = samples.map((s, i) => old.logp[i * A + s.action]!);
-        const adv = stepAdvantages(samples, { statisticsOver: trainer.advantageStatistics }).advantages;
-        const sel = highEntropyMask(old.entropy, { topFraction: trainer.entropyTopFraction });
-        let absG = 0;
-        for (let epoch = 0; epoch < trainer.epochs; epoch++) {
-          const order = shuffled(
-            samples.map((_, i) => i),
-            rng
-          );
-          for (let s0 = 0; s0 < order.length; s0 += trainer.minibatchSize) {
-            const idx = order.slice(s0, s0 + trainer.minibatchSize);
-            const rows = idx.map((i) => rowsAll[i]!);
-            const now = await forward(sess, w, rows);
-            const ls: LossSample[] = idx.map((i, j) => ({
-              logp: now.logp[j * A + samples[i]!.action]!,
-              logpOld: logpOld[i]!,
-              logpBehaviour: samples[i]!.logpBehaviour,
-              logpRef: null,
-              advantage: adv[i]!,
-              entropy: now.entropy[j]!,
-            }));
-            const mbSel = idx.map((i) => sel[i]!);
-            const nSel = mbSel.reduce((a, b) => a + b, 0);
-            if (nSel === 0) continue;
-            const loss = computeLoss(ls, { ...trainer, useKl: false }, { selectionMask: mbSel, normalizer: nSel });
-            for (const g of loss.gradLogp) absG += Math.abs(g);
-            const { grads } = await sess.gradients(w, {
-              ...packBatch(spec, rows),
-              actions: idx.map((i) => samples[i]!.action),
-              g: Float32Array.from(loss.gradLogp),
-              entCoef: Float32Array.from(loss.gradEntropy),
-            });
-            const st = adamStep(w, grads, optimizer, {
-              learningRate: trainer.learningRate,
-              beta1: trainer.adamBeta1,
-              beta2: trainer.adamBeta2,
-              weightDecay: trainer.weightDecay,
-              maxGradNorm: trainer.gradClip,
-            });
-            stat.gradNorm = (stat.gradNorm ?? 0) + st.gradNorm;
-            stat.updates = (stat.updates ?? 0) + 1;
-          }
-        }
-        stat.meanAbsG = absG / (samples.length * trainer.epochs);
+        // The trainer's own update (activities/trainer/grpo-update.ts), as runTrainStep runs it.
+        if (trainer.optimizerReset === 'every-step') optimizer = createAdamState(w);
+        const upd = await grpoUpdate({
+          session: sess,
+          spec,
+          weights: w,
+          optimizer,
+          samples: samples.map((s) => ({
+            ...row(spec, s.enc, s.prev),
+            groupId: s.groupId,
+            trajectoryId: s.trajectoryId,
+            reward: s.reward,
+            action: s.action,
+            behaviourLogProb: s.logpBehaviour,
+          })),
+          trainer,
+          referenceWeights: reference,
+          rng,
+        });
+        for (const k of [
+          'gradNorm',
+          'updates',
+          'approxKl',
+          'updateNorm',
+          'entropyMean',
+          'stoppedEarly',
+          'kl',
+          'clipFraction',
+        ])
+          stat[k] = k === 'updates' ? upd.metrics.optimizerSteps! : (upd.metrics[k] ?? 0);
       }
       stepsLog.push(stat);
       if (episodes >= nextEval || episodes >= maxEpisodes) {
         nextEval += evalEvery;
-        log(await evaluate(sess, w, held, episodes));
-        const recent = stepsLog.slice(-Math.ceil(evalEvery / (groups * n)));
-        const sum = (k: string) => recent.reduce((a, s) => a + (s[k] ?? 0), 0);
+        log(await diagnose(await evaluate(sess, w, held, episodes)));
+        const since = stepsLog.slice(lastEvalRound);
+        lastEvalRound = stepsLog.length;
+        const sum = (k: string) => since.reduce((a, s) => a + (s[k] ?? 0), 0);
+        const max = (k: string) => since.reduce((a, s) => Math.max(a, s[k] ?? 0), 0);
         console.log(
-          `   rounds ${recent.length}: groups with signal ${sum('signalGroups')}/${sum('groups')}, rollout success ${((sum('successRate') / recent.length) * 100).toFixed(0)}%, grad norm ${(sum('gradNorm') / Math.max(1, sum('updates'))).toFixed(3)}`
+          `   rounds ${since.length}: groups with signal ${sum('signalGroups')}/${sum('groups')}, rollout success ${((sum('successRate') / since.length) * 100).toFixed(0)}%, grad norm ${(sum('gradNorm') / Math.max(1, since.length)).toFixed(3)}, update norm mean ${(sum('updateNorm') / since.length).toFixed(3)} max ${max('updateNorm').toFixed(3)}, approx KL mean ${(sum('approxKl') / since.length).toFixed(4)} max ${max('approxKl').toFixed(4)}, early stops ${sum('stoppedEarly')}, updates ${sum('updates')}`
         );
       }
     }
@@ -538,12 +611,94 @@ async function rl(args: string[]): Promise<void> {
     fs.writeFileSync(
       out,
       JSON.stringify(
-        { spec: specName, lr, epochs, entropyCoef, groups, n, demos, bcEpochs, families, results },
+        {
+          spec: specName,
+          lr,
+          epochs,
+          entropyCoef,
+          trainer,
+          sets,
+          dynamic,
+          groups,
+          n,
+          demos,
+          bcEpochs,
+          families,
+          results,
+        },
         null,
         1
       )
     );
   }
+}
+
+/**
+ * `campaign <campaignId> [--spec v3|v2] [--ref <version>]`: what a real campaign's checkpoints did, read back
+ * from its MinIO (DARTFLOW_MINIO_PORT / DARTFLOW_DATA_DIR as for the run): per train step the trainer's
+ * metrics from the ledger, and per checkpoint on the probe's held-out screens (first steps) the greedy
+ * action kinds per family, the mean click entropy, ‖query.weight‖ and the exact KL(π ‖ π_ref) to the BC start.
+ */
+async function campaign(args: string[]): Promise<void> {
+  const campaignId = args.find((a) => !a.startsWith('--'));
+  if (!campaignId) throw new Error('campaign <campaignId>');
+  const spec = await loadSpec(arg(args, '--spec', 'default'));
+  const { ObjectStore } = await import('../storage/object-store');
+  const { loadInfraSettings } = await import('../infra/settings');
+  const { keys } = await import('../storage/keys');
+  const { LedgerEntrySchema } = await import('../schemas/records');
+  const { loadCheckpoint, listCheckpoints } = await import('../activities/trainer/checkpoints');
+  const store = ObjectStore.fromSettings(loadInfraSettings());
+  const versions = (await listCheckpoints(store, campaignId)).map((m) => m.version).sort((a, b) => a - b);
+  const refVersion = Number(arg(args, '--ref', '1'));
+  const sess = await createTrainSession(spec);
+  const held: Record<string, Enc[]> = {};
+  for (const f of ['click-target', 'click-colour'])
+    held[f] = load(f, 'heldOut')
+      .slice(0, 128)
+      .map((s) => encode(spec, s));
+  const ref = (await loadCheckpoint(store, campaignId, refVersion, spec)).weights;
+  const klRows = Object.values(held)
+    .flat()
+    .map((e) => row(spec, e, null));
+  const ledger = new Map<number, Record<string, number>>();
+  for (let step = 1; step <= versions.length + 1; step++) {
+    try {
+      const e = await store.getJson(keys.ledgerEntry(campaignId, step), LedgerEntrySchema);
+      ledger.set(e.toVersion, {
+        ...e.metrics,
+        consumed: e.consumed.length,
+        pooled: e.consumed.filter((c) => c.injectedFromPool).length,
+      });
+    } catch {
+      /* BC step or missing */
+    }
+  }
+  console.log(
+    '| version | trajectories (pooled) | samples | optimizer steps | entropy (batch) | grad norm | clip frac | update norm | approx KL | ‖W_q‖ | KL(π‖BC) | held-out H colour / target | greedy colour: named/other/bg/token | greedy target: button/bg/token |'
+  );
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const v of versions) {
+    const w = (await loadCheckpoint(store, campaignId, v, spec)).weights;
+    const m = ledger.get(v) ?? {};
+    const h: Record<string, number> = {};
+    for (const [f, encs] of Object.entries(held)) {
+      const { entropy } = await forward(
+        sess,
+        w,
+        encs.map((e) => row(spec, e, null))
+      );
+      h[f] = entropy.reduce((a, b) => a + b, 0) / entropy.length;
+    }
+    const kc = await greedyKinds(sess, w, held['click-colour']!);
+    const kt = await greedyKinds(sess, w, held['click-target']!);
+    const f2 = (x: number | undefined, d = 2) => (x === undefined ? '–' : x.toFixed(d));
+    const pc = (x: number) => (x * 100).toFixed(0);
+    console.log(
+      `| v${v} | ${m.consumed ?? '–'} (${m.pooled ?? '–'}) | ${m.samples ?? '–'} | ${m.optimizerSteps ?? '–'} | ${f2(m.entropyMean)} | ${f2(m.gradNorm)} | ${f2(m.clipFraction)} | ${f2(m.updateNorm, 3)} | ${f2(m.approxKl, 4)} | ${tensorNorm(w, 'query.weight').toFixed(2)} | ${(await exactKl(sess, w, ref, klRows)).toFixed(2)} | ${h['click-colour']!.toFixed(2)} / ${h['click-target']!.toFixed(2)} | ${pc(kc.target)}/${pc(kc.other)}/${pc(kc.background)}/${pc(kc.token)} | ${pc(kt.target)}/${pc(kt.background)}/${pc(kt.token)} |`
+    );
+  }
+  await sess.release();
 }
 
 async function render(): Promise<void> {
@@ -611,7 +766,9 @@ const run =
       ? render()
       : cmd === 'report'
         ? Promise.resolve(report(rest))
-        : rl(rest);
+        : cmd === 'campaign'
+          ? campaign(rest)
+          : rl(rest);
 run.catch((e) => {
   console.error(e);
   process.exit(1);

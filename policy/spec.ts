@@ -125,14 +125,17 @@ export const defaultPolicySpec: PolicySpec = {
   gridSize: 16,
   clickContext: true,
   previousAction: true,
-  // Off by default: with the query, the quickstart's RL (lr 3e-3, 2 epochs, KL 0) lifted click-colour early
-  // but collapsed the policy after ~3,000 episodes (held-out 65 % → 1 %, docs/benchmarks.md); opt in with
-  // clickQueryPolicySpec until RL with it is stable.
-  clickQuery: false,
+  // On by default since the RL steps got their own, smaller learning rate (trainer.rlLearningRate 1e-3): at
+  // the BC rate 3e-3 one train step moved the policy by up to ~10 nats of KL, the click entropy collapsed in
+  // ~1,000 episodes and learning stopped — the 65 % → 1 % npm start run (docs/benchmarks.md, issue 14.3).
+  clickQuery: true,
 };
 
-/** The default network plus the instruction query of the click head (spec v3's new input path). */
-export const clickQueryPolicySpec: PolicySpec = { ...defaultPolicySpec, clickQuery: true };
+/** The default network, which has the instruction query of the click head (spec v3's new input path). */
+export const clickQueryPolicySpec: PolicySpec = defaultPolicySpec;
+
+/** Spec v2's network in the v3 format: the default without the click head's instruction query (A/B baseline). */
+export const v2PolicySpec: PolicySpec = { ...defaultPolicySpec, clickQuery: false };
 
 /**
  * Spec v1's network expressed in v3 (hashed 256-bucket text, no click context, no previous action, no

@@ -116,7 +116,17 @@ export const TrainerSchema = z
       .number()
       .positive()
       .default(3e-3)
-      .describe('Adam learning rate. DART used 1e-6 for a 7B VLM [§6.2]; 3e-3 suits the 26k-param embedded CNN.'),
+      .describe(
+        'Adam learning rate of the behaviour-cloning warm start, and of the RL steps unless rlLearningRate is set. DART used 1e-6 for a 7B VLM [§6.2]; 3e-3 suits the 26k-param embedded CNN.'
+      ),
+    rlLearningRate: z
+      .number()
+      .positive()
+      .nullable()
+      .default(null)
+      .describe(
+        'Adam learning rate of the RL train steps when it differs from the behaviour-cloning warm start (null = learningRate for both).'
+      ),
     adamBeta1: prob.default(0.9).describe('Adam β1 (verl default 0.9).'),
     adamBeta2: prob.default(0.999).describe('Adam β2 (verl default 0.999).'),
     weightDecay: z.number().nonnegative().default(0).describe('AdamW decay [§6.2: 0.1 for the VLM].'),
@@ -137,6 +147,14 @@ export const TrainerSchema = z
       .default(0.8)
       .describe('Train on this top fraction of step entropies [§4.5: 0.8].'),
     entropyCoef: z.number().nonnegative().default(0).describe('Entropy bonus coefficient [§4.3: 0].'),
+    targetKl: z
+      .number()
+      .positive()
+      .nullable()
+      .default(null)
+      .describe(
+        "Early stop of a train step's minibatch updates once the k3 estimate of KL(π_old ‖ π_θ) on the next minibatch exceeds it (PPO's target_kl; null = off)."
+      ),
     useEntropySelection: z.boolean().default(true).describe('Ablation switch: high-entropy step selection.'),
     useTis: z.boolean().default(true).describe('Ablation switch: truncated importance sampling.'),
     useKl: z.boolean().default(true).describe('Ablation switch: KL to the reference policy.'),

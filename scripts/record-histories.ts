@@ -3,18 +3,23 @@
  * change against: a small but real campaign on the dev server, in a private namespace and bucket, that
  * goes through what a days-long campaign meets — continue-as-new, Updates (pause, resume, setConfig,
  * quarantineTask, pinCheckpoint), children reporting by signal, a terminated task-group child (a child
- * failure), and a policy server killed for good (a model rollout drops it).
+ * failure), and a policy server killed for good (a model rollout drops it) — the `main` set; and a
+ * seconds-long campaign with `curation.precollect` on, which goes through the pre-collection phase (the
+ * patch `campaign-precollect-phase`: a precollectWorkflow child that fills the experience pool with oracle
+ * demonstrations before RL) — the `precollect` set.
  *
- *   npx tsx scripts/record-histories.ts          # then: npm test -- test/replay
+ *   npx tsx scripts/record-histories.ts [--only main|precollect]   # then: npm test -- test/replay
  *
  * Writes test/replay/histories/<workflowType>-<label>.json.gz (the JSON of `historyToJSON`, the same
  * format `temporal workflow show --output json` and the Web UI's download give, gzipped because
- * campaign histories carry their config and state payloads) and index.json (what each file is).
+ * campaign histories carry their config and state payloads) and index.json (what each file is, and to
+ * which set it belongs). `--only` re-records one set and keeps the other's files and index entries.
  * Re-record when workflow code changes on purpose (see docs/upgrades.md); keep the old files of runs
  * that may still be open in production until they have closed.
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { temporal } from '@temporalio/proto';
@@ -30,8 +35,14 @@ const EventType = temporal.api.enums.v1.EventType;
 
 export const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test', 'replay', 'histories');
 
+/** The recorded sets: the long campaign with every message kind and fault, and the pre-collection one. */
+const SETS = ['main', 'precollect'] as const;
+type RecordSet = (typeof SETS)[number];
+
 /** One recorded history, as listed in histories/index.json. */
 export interface RecordedHistory {
+  /** Which recording it belongs to (absent in indexes written before sets existed: `main`). */
+  set?: RecordSet;
   file: string;
   workflowType: string;
   workflowId: string;
@@ -125,6 +136,29 @@ async function runCampaign(cluster: BenchCluster): Promise<{ campaignId: string;
   return { campaignId, victim };
 }
 
+/**
+ * A seconds-long campaign through the pre-collection phase: `curation.precollect` with the embedded
+ * policy's demonstration policy (`oracle`), one success per task, then two RL train steps. Its one run
+ * (no continue-as-new) records the patch marker `campaign-precollect-phase` and the precollectWorkflow
+ * child; runs before the main campaign, while both policy servers live.
+ */
+async function runPrecollectCampaign(cluster: BenchCluster): Promise<{ campaignId: string }> {
+  const campaignId = `rec-pre-${Date.now().toString(36)}`;
+  const campaign: CampaignHandle = await cluster.client.startCampaign({
+    campaign: { id: campaignId, suite: 'quickstart', maxTrainSteps: 2 },
+    rollout: { envConcurrency: 8, maxSteps: 3 },
+    trainer: { minGroups: 1, maxGroups: 2 },
+    eval: { everyVersions: 100, episodesPerTask: 1, gateEveryVersions: 0 },
+    env: { kind: 'simulated' },
+    curation: { precollect: true, precollectSuccessesPerTask: 1, precollectMaxAttempts: 4 },
+  });
+  const result = await campaign.result();
+  console.log(
+    `[record] pre-collection campaign ${campaignId} done: ${result.trainSteps} train steps, v${result.policyVersion}`
+  );
+  return { campaignId };
+}
+
 async function executions(cluster: BenchCluster, query: string): Promise<{ workflowId: string; runId: string }[]> {
   const out: { workflowId: string; runId: string; start: number }[] = [];
   for await (const wf of cluster.client.temporal.workflow.list({ query }))
@@ -151,12 +185,19 @@ async function pick(
   return { ...all[0]!, history: await fetch(cluster, all[0]!), preferred: false };
 }
 
-function write(workflowType: string, label: string, e: { workflowId: string; runId: string }, h: History) {
+function write(
+  set: RecordSet,
+  workflowType: string,
+  label: string,
+  e: { workflowId: string; runId: string },
+  h: History
+) {
   const json = historyToJSON(h);
   const gz = gzipSync(Buffer.from(json), { level: 9 });
   const file = `${workflowType}-${label}.json.gz`;
   fs.writeFileSync(path.join(HISTORIES_DIR, file), gz);
   const rec: RecordedHistory = {
+    set,
     file,
     workflowType,
     workflowId: e.workflowId,
@@ -169,7 +210,79 @@ function write(workflowType: string, label: string, e: { workflowId: string; run
   return rec;
 }
 
+/** The main set: every run of the long campaign, a task group, the terminated one, a train step, a rollout, an evaluation. */
+async function recordMain(cluster: BenchCluster, campaignId: string, victim: string): Promise<RecordedHistory[]> {
+  const recorded: RecordedHistory[] = [];
+  // Every run of the campaign (the visibility listing by workflow id returns all runs).
+  const runs = await executions(cluster, `WorkflowId = '${campaignWorkflowId(campaignId)}'`);
+  for (const [i, run] of runs.entries())
+    recorded.push(write('main', 'campaignWorkflow', `run${i}`, run, await fetch(cluster, run)));
+
+  const group = await pick(cluster, 'taskGroupWorkflow', (h) =>
+    has(h, EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED)
+  );
+  recorded.push(write('main', 'taskGroupWorkflow', 'completed', group, group.history));
+  const terminated = (await executions(cluster, `WorkflowId = '${victim}'`))[0]!;
+  recorded.push(write('main', 'taskGroupWorkflow', 'terminated', terminated, await fetch(cluster, terminated)));
+  const train = await pick(cluster, 'trainStepWorkflow', () => true);
+  recorded.push(write('main', 'trainStepWorkflow', 'completed', train, train.history));
+  // A rollout where the dead server's reload timed out (schedule-to-start) and it was dropped.
+  const rollout = await pick(cluster, 'modelRolloutWorkflow', (h) =>
+    has(h, EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT)
+  );
+  recorded.push(
+    write('main', 'modelRolloutWorkflow', rollout.preferred ? 'dropped-server' : 'completed', rollout, rollout.history)
+  );
+  const evaluation = await pick(cluster, 'evaluateWorkflow', () => true);
+  recorded.push(write('main', 'evaluateWorkflow', 'completed', evaluation, evaluation.history));
+
+  const campaignRuns = recorded.filter((r) => r.workflowType === 'campaignWorkflow');
+  const childFailureSeen = await Promise.all(campaignRuns.map((r) => fetch(cluster, r))).then((hs) =>
+    hs.some((h) => has(h, EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED))
+  );
+  if (!childFailureSeen)
+    console.log(
+      '[record] note: no campaign run recorded ChildWorkflowExecutionTerminated (the run that started the victim had continued-as-new); re-record for full coverage'
+    );
+  if (!rollout.preferred) console.log('[record] note: no rollout dropped the dead server; recorded a plain one');
+  return recorded;
+}
+
+/** The precollect set: the pre-collection campaign's run(s) and its precollectWorkflow child. */
+async function recordPrecollect(cluster: BenchCluster, campaignId: string): Promise<RecordedHistory[]> {
+  const recorded: RecordedHistory[] = [];
+  const runs = await executions(cluster, `WorkflowId = '${campaignWorkflowId(campaignId)}'`);
+  for (const [i, run] of runs.entries()) {
+    const history = await fetch(cluster, run);
+    recorded.push(write('precollect', 'campaignWorkflow', `precollect-run${i}`, run, history));
+  }
+  // The campaign starts its pre-collection child as `<campaign workflow id>-precollect`.
+  const children = await executions(cluster, `WorkflowId = '${campaignWorkflowId(campaignId)}-precollect'`);
+  const child = children[0];
+  if (!child) throw new Error(`campaign ${campaignId} ran no precollectWorkflow child to record`);
+  recorded.push(write('precollect', 'precollectWorkflow', 'completed', child, await fetch(cluster, child)));
+  return recorded;
+}
+
+interface HistoryIndexFile {
+  recordedAt: string;
+  campaignId: string;
+  precollectCampaignId?: string;
+  histories: RecordedHistory[];
+}
+
 async function main(): Promise<void> {
+  const { values } = parseArgs({ args: process.argv.slice(2), options: { only: { type: 'string' } } });
+  const only = values.only as RecordSet | undefined;
+  if (only !== undefined && !SETS.includes(only)) throw new Error(`--only must be ${SETS.join(' or ')}, got "${only}"`);
+  const wanted = (set: RecordSet) => only === undefined || only === set;
+  const indexPath = path.join(HISTORIES_DIR, 'index.json');
+  const previous: HistoryIndexFile | undefined =
+    only !== undefined && fs.existsSync(indexPath)
+      ? (JSON.parse(fs.readFileSync(indexPath, 'utf8')) as HistoryIndexFile)
+      : undefined;
+  if (only !== undefined && !previous) throw new Error(`--only ${only}: no ${indexPath} to add to; record every set`);
+
   await ensureInfra({ quiet: true });
   const cluster = await startBenchCluster('rec', {
     envWorkers: 1,
@@ -181,56 +294,38 @@ async function main(): Promise<void> {
     policyBasePort: await freePort(),
   });
   try {
-    const { campaignId, victim } = await runCampaign(cluster);
+    // The short one first: the main campaign kills a policy server for good.
+    const pre = wanted('precollect') ? await runPrecollectCampaign(cluster) : undefined;
+    const mainRun = wanted('main') ? await runCampaign(cluster) : undefined;
     fs.mkdirSync(HISTORIES_DIR, { recursive: true });
-    for (const f of fs.readdirSync(HISTORIES_DIR)) fs.rmSync(path.join(HISTORIES_DIR, f));
-    const recorded: RecordedHistory[] = [];
+    // Keep the other set's files and entries (when re-recording one set); remove everything else.
+    const kept = (previous?.histories ?? []).filter((h) => !wanted(h.set ?? 'main'));
+    const keep = new Set(kept.map((h) => h.file));
+    for (const f of fs.readdirSync(HISTORIES_DIR)) if (!keep.has(f)) fs.rmSync(path.join(HISTORIES_DIR, f));
+    const recorded: RecordedHistory[] = [...kept];
+    if (mainRun) recorded.push(...(await recordMain(cluster, mainRun.campaignId, mainRun.victim)));
+    if (pre) recorded.push(...(await recordPrecollect(cluster, pre.campaignId)));
+    recorded.sort((a, b) => SETS.indexOf(a.set ?? 'main') - SETS.indexOf(b.set ?? 'main'));
 
-    // Every run of the campaign (the visibility listing by workflow id returns all runs).
-    const runs = await executions(cluster, `WorkflowId = '${campaignWorkflowId(campaignId)}'`);
-    for (const [i, run] of runs.entries())
-      recorded.push(write('campaignWorkflow', `run${i}`, run, await fetch(cluster, run)));
-
-    const group = await pick(cluster, 'taskGroupWorkflow', (h) =>
-      has(h, EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED)
-    );
-    recorded.push(write('taskGroupWorkflow', 'completed', group, group.history));
-    const terminated = (await executions(cluster, `WorkflowId = '${victim}'`))[0]!;
-    recorded.push(write('taskGroupWorkflow', 'terminated', terminated, await fetch(cluster, terminated)));
-    const train = await pick(cluster, 'trainStepWorkflow', () => true);
-    recorded.push(write('trainStepWorkflow', 'completed', train, train.history));
-    // A rollout where the dead server's reload timed out (schedule-to-start) and it was dropped.
-    const rollout = await pick(cluster, 'modelRolloutWorkflow', (h) =>
-      has(h, EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT)
-    );
-    recorded.push(
-      write('modelRolloutWorkflow', rollout.preferred ? 'dropped-server' : 'completed', rollout, rollout.history)
-    );
-    const evaluation = await pick(cluster, 'evaluateWorkflow', () => true);
-    recorded.push(write('evaluateWorkflow', 'completed', evaluation, evaluation.history));
-
-    fs.writeFileSync(
-      path.join(HISTORIES_DIR, 'index.json'),
-      JSON.stringify({ recordedAt: new Date().toISOString(), campaignId, histories: recorded }, null, 2) + '\n'
-    );
+    const campaignId = mainRun?.campaignId ?? previous?.campaignId;
+    if (!campaignId) throw new Error('internal: no main campaign id');
+    const precollectCampaignId = pre?.campaignId ?? previous?.precollectCampaignId;
+    const index: HistoryIndexFile = {
+      recordedAt: new Date().toISOString(),
+      campaignId,
+      ...(precollectCampaignId ? { precollectCampaignId } : {}),
+      histories: recorded.map((r) => ({ ...r, set: r.set ?? 'main' })),
+    };
+    fs.writeFileSync(indexPath, JSON.stringify(index, null, 2) + '\n');
     const kb = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
     for (const r of recorded)
       console.log(
-        `[record] ${r.file.padEnd(44)} ${String(r.events).padStart(5)} events  ${kb(r.jsonBytes).padStart(11)} json  ${kb(r.gzBytes).padStart(10)} gz`
+        `[record] ${r.file.padEnd(44)} ${String(r.events).padStart(5)} events  ${kb(r.jsonBytes).padStart(11)} json  ${kb(r.gzBytes).padStart(10)} gz${keep.has(r.file) ? '  (kept)' : ''}`
       );
     const total = recorded.reduce((n, r) => n + r.gzBytes, 0);
     console.log(
       `[record] ${recorded.length} histories, ${kb(total)} committed, in ${path.relative(PROJECT_ROOT, HISTORIES_DIR)}`
     );
-    const campaignRuns = recorded.filter((r) => r.workflowType === 'campaignWorkflow');
-    const childFailureSeen = await Promise.all(campaignRuns.map((r) => fetch(cluster, r))).then((hs) =>
-      hs.some((h) => has(h, EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED))
-    );
-    if (!childFailureSeen)
-      console.log(
-        '[record] note: no campaign run recorded ChildWorkflowExecutionTerminated (the run that started the victim had continued-as-new); re-record for full coverage'
-      );
-    if (!rollout.preferred) console.log('[record] note: no rollout dropped the dead server; recorded a plain one');
   } finally {
     await cluster.close();
   }

@@ -14,28 +14,25 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
 import {
   adamStep,
-  computeLoss,
   createAdamState,
   createPrng,
   hashSeed,
-  highEntropyMask,
   isWeightStats,
   NonFiniteGradientError,
   NonFiniteValueError,
   shuffled,
-  stepAdvantages,
   truncatedIsWeight,
-  type LossSample,
 } from '../../algorithms';
-import { createTrainSession, packBatch, type PolicyTrainSession, type TrainBatch } from '../../policy/session';
-import { defaultPolicySpec, numActions, specKey, widenSpec, type PolicySpec } from '../../policy/spec';
+import { createTrainSession, packBatch, type PolicyTrainSession } from '../../policy/session';
+import { defaultPolicySpec, specKey, widenSpec, type PolicySpec } from '../../policy/spec';
 import { cloneWeights } from '../../policy/weights';
 import { TrainerSchema } from '../../schemas/config';
 import { CorruptObjectError, ObjectNotFoundError } from '../../storage/errors';
 import type { ObjectStore } from '../../storage/object-store';
 import { CheckpointMismatchError, loadCheckpoint, type LoadedCheckpoint } from './checkpoints';
 import { commitTrainStep, committedOrChainReadable } from './commit';
-import { loadTrainSamples, type SkippedGroup, type StepSample } from './samples';
+import { grpoUpdate } from './grpo-update';
+import { loadTrainSamples, type SkippedGroup } from './samples';
 import { isAllowedVersion, stalenessOf } from './staleness';
 import type { TrainStepInput, TrainStepResult } from './types';
 
@@ -194,30 +191,6 @@ async function holdUntil(startedAt: number, minMs: number, heartbeat: (d: unknow
 /** A per-sample record value rounded to 6 significant digits (compact JSON, same bytes on every run). */
 const compact = (x: number): number => Number(x.toPrecision(6));
 
-/** log π(a_i|s_i) and H_i of every sample under `weights`, in chunks (`onChunk` after each: heartbeats). */
-async function actionLogProbs(
-  session: PolicyTrainSession,
-  weights: Record<string, Float32Array>,
-  spec: PolicySpec,
-  rows: readonly StepSample[],
-  chunk: number,
-  onChunk: (done: number) => void = () => undefined
-) {
-  const A = numActions(spec);
-  const logp = new Float64Array(rows.length);
-  const entropy = new Float64Array(rows.length);
-  for (let start = 0; start < rows.length; start += chunk) {
-    const part = rows.slice(start, start + chunk);
-    const out = await session.forward(weights, packBatch(spec, part));
-    part.forEach((r, i) => {
-      logp[start + i] = out.logp[i * A + r.action]!;
-      entropy[start + i] = out.entropy[i]!;
-    });
-    onChunk(start + part.length);
-  }
-  return { logp, entropy };
-}
-
 export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Promise<TrainStepResult> {
   const input = parseInput(TrainStepInputSchema, raw, 'trainStep');
   if (input.allowedVersions && input.allowedVersions[0] !== input.fromVersion)
@@ -257,91 +230,29 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
       cfg.optimizerReset === 'every-step' ||
       (cfg.optimizerReset === 'rl-start' && input.fromVersion === input.referenceVersion);
     const optimizer = freshOptimizer ? createAdamState(weights) : current.optimizer!;
-    const mbSize = cfg.minibatchSize;
 
-    // π_old: recomputed with the current weights just before the update (so ρ starts at 1, §4.3).
-    // Whole-batch passes: heartbeat per chunk so a big batch does not outlast the heartbeat timeout.
-    const passHeartbeat = (phase: string) => (done: number) =>
-      heartbeat({ phase, trainStep: input.trainStep, samplesDone: done, samples: samples.length });
-    const old = await actionLogProbs(session, weights, spec, samples, mbSize, passHeartbeat('old-logprobs'));
-    const ref = reference
-      ? await actionLogProbs(session, reference.weights, spec, samples, mbSize, passHeartbeat('reference-logprobs'))
-      : undefined;
-    const adv = stepAdvantages(
-      samples.map((s) => ({ groupId: s.groupId, trajectoryId: s.trajectoryId, reward: s.reward })),
-      { statisticsOver: cfg.advantageStatistics }
-    ).advantages;
-    const selection = cfg.useEntropySelection
-      ? highEntropyMask(old.entropy, { topFraction: cfg.entropyTopFraction })
-      : new Uint8Array(samples.length).fill(1);
-    const totalSelected = selection.reduce((a, b) => a + b, 0);
-
-    const metricSums: Record<string, number> = {};
-    let gradNormSum = 0;
-    let updates = 0;
-    const rng = createPrng(hashSeed(`${input.campaignId}/${input.trainStep}`));
-    for (let epoch = 0; epoch < cfg.epochs; epoch++) {
-      const order = shuffled(
-        samples.map((_, i) => i),
-        rng
-      );
-      for (let start = 0; start < order.length; start += mbSize) {
-        const idx = order.slice(start, start + mbSize);
-        const rows = idx.map((i) => samples[i]!);
-        const now = await actionLogProbs(session, weights, spec, rows, mbSize);
-        const lossSamples: LossSample[] = idx.map((i, j) => ({
-          logp: now.logp[j]!,
-          logpOld: old.logp[i]!,
-          logpBehaviour: samples[i]!.behaviourLogProb,
-          logpRef: ref ? ref.logp[i]! : null,
-          advantage: adv[i]!,
-          entropy: now.entropy[j]!,
-        }));
-        const mbSelection = idx.map((i) => selection[i]!);
-        const selectedHere = mbSelection.reduce((a, b) => a + b, 0);
-        if (selectedHere === 0) continue;
-        const loss = computeLoss(
-          lossSamples,
-          { ...cfg, useKl: cfg.useKl && ref !== undefined },
-          { selectionMask: mbSelection, normalizer: selectedHere }
-        );
-        const batch: TrainBatch = {
-          ...packBatch(spec, rows),
-          actions: rows.map((r) => r.action),
-          g: Float32Array.from(loss.gradLogp),
-          entCoef: Float32Array.from(loss.gradEntropy),
-        };
-        const { grads } = await session.gradients(weights, batch);
-        const step = adamStep(weights, grads, optimizer, {
-          learningRate: cfg.learningRate,
-          beta1: cfg.adamBeta1,
-          beta2: cfg.adamBeta2,
-          weightDecay: cfg.weightDecay,
-          maxGradNorm: cfg.gradClip,
-        });
-        for (const [k, v] of Object.entries(loss.metrics)) metricSums[k] = (metricSums[k] ?? 0) + v * selectedHere;
-        gradNormSum += step.gradNorm;
-        updates++;
-        heartbeat({ phase: 'training', trainStep: input.trainStep, epoch, minibatch: updates });
-      }
-    }
+    const update = await grpoUpdate({
+      session,
+      spec,
+      weights,
+      optimizer,
+      samples,
+      trainer: cfg,
+      ...(reference ? { referenceWeights: reference.weights } : {}),
+      rng: createPrng(hashSeed(`${input.campaignId}/${input.trainStep}`)),
+      heartbeat: (d) => heartbeat({ ...d, trainStep: input.trainStep }),
+    });
+    const { old, selection } = update;
+    const adv = update.advantages;
     const isWeights = samples.map((s, i) => truncatedIsWeight(old.logp[i]!, s.behaviourLogProb, cfg.tisCap));
     const isStats = isWeightStats(isWeights);
-    const weightTotal = Math.max(1, totalSelected * cfg.epochs);
     const metrics: Record<string, number> = {
-      ...Object.fromEntries(
-        Object.entries(metricSums)
-          .filter(([k]) => !['numSamples', 'numSelected'].includes(k))
-          .map(([k, v]) => [k, v / weightTotal])
-      ),
-      gradNorm: updates ? gradNormSum / updates : 0,
-      optimizerSteps: updates,
+      ...update.metrics,
       freshOptimizer: freshOptimizer ? 1 : 0,
       samples: samples.length,
       staleSteps,
       skippedSteps: loaded.skippedSteps,
       skippedGroups: loaded.skippedGroups.length,
-      selectedFraction: totalSelected / samples.length,
       isWeightMean: isStats.mean,
       isWeightMin: isStats.min,
       isWeightTruncatedFraction: isStats.truncatedFraction,

@@ -23,7 +23,7 @@ import { loadInfraSettings, PROJECT_ROOT } from '../../infra/settings';
 import type { CampaignConfig, CampaignConfigInput } from '../../schemas/config';
 import { ObjectStore } from '../../storage/object-store';
 import { loadTask } from '../../tasks/loader';
-import { clickQueryPolicySpec, defaultPolicySpec, type PolicySpec } from '../../policy/spec';
+import { clickQueryPolicySpec, v2PolicySpec, type PolicySpec } from '../../policy/spec';
 import { runLocalRl, type CurvePoint, type LocalRlStats } from './local-rl';
 import { benchOutDir, shownPath } from './output';
 
@@ -56,7 +56,7 @@ export const SWEEP_BASE: TrainerOverrides = {
 /** The architectures `--specs` can name (v2's network = the default; v3 = with the click query). */
 export const SWEEP_SPECS: Record<string, PolicySpec> = {
   v3: clickQueryPolicySpec,
-  v2: defaultPolicySpec,
+  v2: v2PolicySpec,
 };
 
 export interface SweepRun {

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { parseCampaignConfig } from '../../config/load';
 import { BrowserEnvPool } from '../../envs';
 import { loadInfraSettings } from '../../infra/settings';
-import { defaultPolicySpec, legacyPolicySpec, paramCount, type PolicySpec } from '../../policy/spec';
+import { defaultPolicySpec, legacyPolicySpec, paramCount, v2PolicySpec, type PolicySpec } from '../../policy/spec';
 import { ObjectStore } from '../../storage/object-store';
 import { loadTask } from '../../tasks/loader';
 import { runLocalRl, type CurvePoint } from './local-rl';
@@ -24,7 +24,7 @@ export const AB_VARIANTS: Record<string, PolicySpec> = {
   words: { ...legacyPolicySpec, textEncoding: defaultPolicySpec.textEncoding, vocabSize: defaultPolicySpec.vocabSize },
   context: { ...legacyPolicySpec, clickContext: true },
   prev: { ...legacyPolicySpec, previousAction: true },
-  all: defaultPolicySpec,
+  all: v2PolicySpec, // the A/B as published: every fix of issue 14.1, without the later click query
 };
 
 export interface AbRun {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { NonFiniteValueError } from '../../algorithms/common';
-import { lowVarKl } from '../../algorithms/kl';
+import { lowVarKl, meanApproxKl } from '../../algorithms/kl';
 import { assertClose, assertDerivative } from './finite-difference';
 
 test('identical policies: KL 0, gradient 0', () => {
@@ -51,4 +51,20 @@ test('k3 is non-negative and non-finite inputs are refused', () => {
   for (let d = -20; d <= 20; d += 0.5) assert.ok(lowVarKl(-d, 0).kl >= 0);
   assert.throws(() => lowVarKl(NaN, -1), NonFiniteValueError);
   assert.throws(() => lowVarKl(-1, -Infinity), NonFiniteValueError);
+});
+
+test('meanApproxKl: k3 of KL(π_old ‖ π_θ) — 0 when unchanged, hand values otherwise, never negative', () => {
+  assert.equal(meanApproxKl([-1, -2, -0.5], [-1, -2, -0.5]), 0);
+  // logp − logpOld = +1: e − 1 − 1 = 0.718282; −1: e⁻¹ − 1 + 1 = 0.367879; mean 0.543081
+  assertClose(meanApproxKl([-2, -1], [-1, -2]), (Math.E - 2 + Math.exp(-1)) / 2);
+  assertClose(meanApproxKl([-2, -1], [-1, -2]), 0.54308063, 'hand', 1e-8);
+  assert.equal(meanApproxKl([], []), 0);
+  for (const d of [-3, -0.1, 0.2, 4]) assert.ok(meanApproxKl([0], [d]) > 0, `d = ${d}`);
+});
+
+test('meanApproxKl: the log ratio is clamped at ±20; mismatched lengths and NaN are refused', () => {
+  assertClose(meanApproxKl([-50], [0]), Math.exp(20) - 21);
+  assertClose(meanApproxKl([0], [-50]), Math.exp(-20) + 19);
+  assert.throws(() => meanApproxKl([0, 1], [0]), /2 old log-probs for 1 new/);
+  assert.throws(() => meanApproxKl([0], [Number.NaN]), NonFiniteValueError);
 });

@@ -17,16 +17,16 @@ import { mulberry32 } from '../../policy/sampling';
 import { createInferenceSession, createTrainSession, type PolicyBatch } from '../../policy/session';
 import {
   clickQueryPolicySpec,
-  defaultPolicySpec,
   IMAGE_CHANNELS,
   numActions,
   paramShapes,
   type PolicySpec,
+  v2PolicySpec,
 } from '../../policy/spec';
 import { initWeights } from '../../policy/weights';
 import { randomBatch, randomWeights, toF64 } from './helpers';
 
-const v2Net: PolicySpec = defaultPolicySpec;
+const v2Net: PolicySpec = v2PolicySpec;
 const COLOURS: Array<[string, [number, number, number]]> = [
   ['red', [0.9, 0.1, 0.29]],
   ['green', [0.24, 0.71, 0.29]],

@@ -19,14 +19,16 @@ import {
   specKey,
   validateSpec,
   widenSpec,
+  v2PolicySpec,
 } from '../../policy/spec';
 import { initWeights, REPEAT_NOOP_PRIOR, weightsFromSafetensors, weightsToSafetensors } from '../../policy/weights';
 
-test('default spec: ≈26k parameters (v1: 24,001; with the click query 26,147), 272 actions, 16×16 grid', () => {
+test('default spec: ≈26k parameters (v1: 24,001; v2 25,635; with the click query 26,147), 272 actions, 16×16 grid', () => {
   const n = paramCount(defaultPolicySpec);
   // v1 24,001 − 2,048 (text 256 → 128 slots) + 544 (prev.embed) + 3,104 (click context) + 34 (prev.bias)
-  // = v2 25,635; + 512 (v3: query.weight, 32 channels × 16 embedding).
-  assert.equal(n, 25_635);
+  // = v2 25,635; + 512 (v3: query.weight, 32 channels × 16 embedding) = 26,147, the default.
+  assert.equal(n, 26_147);
+  assert.equal(paramCount(v2PolicySpec), 25_635);
   assert.equal(paramCount(clickQueryPolicySpec), 26_147);
   assert.equal(paramCount(legacyPolicySpec), 24_001);
   assert.equal(numActions(defaultPolicySpec), 272);

@@ -13,9 +13,14 @@ export const HISTORIES_DIR = path.join(__dirname, 'histories');
 
 const IndexSchema = z.object({
   recordedAt: z.string(),
+  /** The long campaign of the `main` set. */
   campaignId: z.string(),
+  /** The campaign of the `precollect` set (through the pre-collection phase). */
+  precollectCampaignId: z.string().optional(),
   histories: z.array(
     z.object({
+      /** Which recording (scripts/record-histories.ts --only): absent in older indexes, meaning `main`. */
+      set: z.enum(['main', 'precollect']).default('main'),
       file: z.string().regex(/^[A-Za-z]+-[a-z0-9-]+\.json(\.gz)?$/),
       workflowType: z.string(),
       workflowId: z.string(),

@@ -5,7 +5,9 @@
  * before a live campaign meets it. The histories come from a real campaign on the dev server
  * (scripts/record-histories.ts): every run of the campaign (continue-as-new, Updates, signals from its
  * children, a terminated child), a task group, the terminated task group, a train step, a model rollout
- * that dropped a dead policy server, and an evaluation.
+ * that dropped a dead policy server, and an evaluation; and a second, short campaign through the
+ * pre-collection phase (curation.precollect, behind the patch `campaign-precollect-phase`) with its
+ * precollectWorkflow child.
  *
  * Offline: replay needs no server. The bundle is built once (one runReplayHistories call) with the same
  * workflowsPath and workflow interceptors as workers/orchestrator-worker.ts.
@@ -26,24 +28,48 @@ type JsonEvent = Json & { eventType: string };
 
 const recorded: RecordedHistory[] = loadRecordedHistories();
 /** Copies of recorded histories changed the way a careless code change would change the commands. */
-const divergent: { workflowId: string; runId: string; history: History; what: string }[] = [];
+const divergent: { workflowId: string; runId: string; history: History; what: string; because: RegExp }[] = [];
 /** By run id: every run of the campaign shares its workflow id. */
 const results = new Map<string, ReplayResult>();
 
 const has = (h: History, t: temporal.api.enums.v1.EventType): boolean =>
   (h.events ?? []).some((e) => e.eventType === t);
 const ofType = (type: string): RecordedHistory[] => recorded.filter((r) => r.workflowType === type);
+/** The runs of the main set's long campaign (the precollect set has a campaign of its own). */
+const mainCampaignRuns = (): RecordedHistory[] => ofType('campaignWorkflow').filter((r) => r.set === 'main');
+const precollectCampaignRuns = (): RecordedHistory[] =>
+  ofType('campaignWorkflow').filter((r) => r.set === 'precollect');
+/** The patch ids a history's markers record (workflow patches are markers named core_patch, the id in their patch-data payload). */
+function patchIds(h: History): string[] {
+  return (h.events ?? []).flatMap((e) => {
+    const attrs = e.markerRecordedEventAttributes;
+    if (attrs?.markerName !== 'core_patch') return [];
+    const id = attrs.details?.['patch-data']?.payloads?.[0]?.data;
+    return id ? [JSON.parse(Buffer.from(id).toString('utf8')) as { id?: string }].map((d) => d.id ?? '') : [];
+  });
+}
+const childTypesStarted = (h: History): string[] =>
+  (h.events ?? []).flatMap((e) => {
+    const name = e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name;
+    return name ? [name] : [];
+  });
 
 /**
  * A copy of a recorded history with the first event of `eventType` changed by `edit`, under its own run id
  * (the replayer takes the run id from the history; the original is replayed in the same batch).
  */
-function mutated(file: string, runId: string, eventType: string, edit: (e: JsonEvent) => void): History {
+function mutated(
+  file: string,
+  runId: string,
+  eventType: string,
+  edit: (e: JsonEvent) => void,
+  which: (e: JsonEvent) => boolean = () => true
+): History {
   const json = readHistoryJson(file) as { events: JsonEvent[] };
   const started = json.events[0]?.workflowExecutionStartedEventAttributes as Json | undefined;
   assert.ok(started, `${file} begins with WorkflowExecutionStarted`);
   started.originalExecutionRunId = runId;
-  const event = json.events.find((e) => e.eventType === eventType);
+  const event = json.events.find((e) => e.eventType === eventType && which(e));
   assert.ok(event, `${file} has a ${eventType} event to change`);
   edit(event);
   return historyFromJSON(json);
@@ -56,15 +82,17 @@ before(async () => {
     workflowId: 'divergent-activity-type',
     runId: '00000000-0000-4000-8000-000000000001',
     what: 'the train step scheduled an activity of another type',
+    because: /Activity type of scheduled event 'trainStepRenamed' does not match/,
     history: mutated(train.file, '00000000-0000-4000-8000-000000000001', 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED', (e) => {
       ((e.activityTaskScheduledEventAttributes as Json).activityType as Json).name = 'trainStepRenamed';
     }),
   });
-  const run0 = ofType('campaignWorkflow')[0]!;
+  const run0 = mainCampaignRuns()[0]!;
   divergent.push({
     workflowId: 'divergent-child-type',
     runId: '00000000-0000-4000-8000-000000000002',
     what: 'the campaign started a child of another workflow type',
+    because: /Child workflow type of scheduled event 'renamedWorkflow' does not match/,
     history: mutated(
       run0.file,
       '00000000-0000-4000-8000-000000000002',
@@ -74,6 +102,30 @@ before(async () => {
       }
     ),
   });
+  // The pre-collection phase changed carelessly: the campaign starts another workflow type where it
+  // started its precollectWorkflow child.
+  const pre = precollectCampaignRuns()[0];
+  const childType = (e: JsonEvent): Json =>
+    (e.startChildWorkflowExecutionInitiatedEventAttributes as Json).workflowType as Json;
+  if (pre)
+    divergent.push({
+      // Its own workflow id: the campaign names the child after it (`<workflow id>-precollect`), and only
+      // the type may differ for the divergence to be the one meant.
+      workflowId: pre.workflowId,
+      runId: '00000000-0000-4000-8000-000000000003',
+      what: 'the campaign started another workflow in place of its pre-collection',
+      because:
+        /Child workflow type of scheduled event 'taskGroupWorkflow' does not match child workflow type of command 'precollectWorkflow'/,
+      history: mutated(
+        pre.file,
+        '00000000-0000-4000-8000-000000000003',
+        'EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED',
+        (e) => {
+          childType(e).name = 'taskGroupWorkflow';
+        },
+        (e) => childType(e).name === 'precollectWorkflow'
+      ),
+    });
 
   const histories = [
     ...recorded.map((r) => ({ workflowId: r.workflowId, history: r.history })),
@@ -105,7 +157,7 @@ test('the committed histories are all listed in the index, and the index lists o
 });
 
 test('the recorded set covers continue-as-new, every Update, every child signal, housekeeping, a child failure and a dropped server', () => {
-  const campaignRuns = ofType('campaignWorkflow');
+  const campaignRuns = mainCampaignRuns();
   assert.ok(campaignRuns.length >= 2, `several campaign runs (got ${campaignRuns.length})`);
   const ran = (t: temporal.api.enums.v1.EventType) => campaignRuns.filter((r) => has(r.history, t)).length;
   assert.equal(
@@ -148,6 +200,31 @@ test('the recorded set covers continue-as-new, every Update, every child signal,
   for (const type of ['trainStepWorkflow', 'evaluateWorkflow']) assert.ok(ofType(type).length >= 1, type);
 });
 
+test('the precollect set covers a campaign through the pre-collection phase and its precollectWorkflow child', () => {
+  const runs = precollectCampaignRuns();
+  assert.ok(runs.length >= 1, 'a recorded campaign with curation.precollect (scripts/record-histories.ts)');
+  const [first] = runs;
+  assert.ok(patchIds(first!.history).includes('campaign-precollect-phase'), 'the patch marker of the phase');
+  const children = childTypesStarted(first!.history);
+  assert.ok(children.includes('precollectWorkflow'), `a precollectWorkflow child (children: ${children.join(', ')})`);
+  // The phase runs before RL: the pre-collection is started before any task group of the main loop.
+  const firstGroup = children.indexOf('taskGroupWorkflow');
+  assert.ok(firstGroup === -1 || children.indexOf('precollectWorkflow') < firstGroup, children.join(', '));
+  assert.ok(
+    has(first!.history, EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED),
+    'a child completed (the pre-collection returned)'
+  );
+  const precollect = ofType('precollectWorkflow');
+  assert.equal(precollect.length, 1, 'the pre-collection child itself');
+  assert.ok(has(precollect[0]!.history, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED));
+  assert.ok(
+    childTypesStarted(precollect[0]!.history).every((t) => t === 'taskGroupWorkflow') &&
+      childTypesStarted(precollect[0]!.history).length >= 1,
+    'it ran its attempts as task groups'
+  );
+  assert.ok(divergent.some((d) => d.runId === '00000000-0000-4000-8000-000000000003'));
+});
+
 test('every recorded history replays against the current workflow code without nondeterminism', () => {
   const failures: string[] = [];
   for (const r of recorded) {
@@ -171,5 +248,6 @@ test('a history that diverges from the code fails replay with DeterminismViolati
     const error = result?.error;
     assert.ok(error, `${d.what}: replay must fail`);
     assert.equal(error.name, 'DeterminismViolationError', `${d.what}: ${error.name}: ${error.message}`);
+    assert.match(error.message, d.because, `${d.what}: for that reason`);
   }
 });
