@@ -138,27 +138,3 @@ export function sumOfSamples(text: string, name: string): number | undefined {
   }
   return sum;
 }
-
-/**
- * Requests waiting inside vLLM (its scheduler queue), read from vLLM's own /metrics: the front forwards
- * at once, so the queue of a vLLM policy server is vLLM's. Returns the value last read (0 until then)
- * and the refresher that reads it. metrics/vllm.ts `vllmServerMetrics` does the same from the same read
- * and also re-exports vLLM's server-side latency, tokens and KV cache (docs/metrics.md).
- */
-export function vllmQueueReader(
-  baseUrl: string,
-  apiKey?: string
-): { depth: () => number; refresh: () => Promise<void> } {
-  let depth = 0;
-  return {
-    depth: () => depth,
-    refresh: async () => {
-      const res = await fetch(`${baseUrl}/metrics`, {
-        signal: AbortSignal.timeout(2000),
-        ...(apiKey ? { headers: { authorization: `Bearer ${apiKey}` } } : {}),
-      });
-      if (!res.ok) return;
-      depth = sumOfSamples(await res.text(), 'vllm:num_requests_waiting') ?? depth;
-    },
-  };
-}

@@ -197,8 +197,7 @@ const sumOf = (samples: readonly ExpositionSample[], name: string): number | und
 /**
  * Registers the `dartflow_vllm_*` families for one VLM policy server and returns the reader of vLLM's
  * /metrics: `refresh` (a scrape-time refresher: reads the page, at most `timeoutMs`) and `depth` (requests
- * waiting in vLLM, for dartflow_policy_queue_depth). The same shape as vllmQueueReader (metrics/policy.ts),
- * which it replaces in workers/vllm-policy-server.ts.
+ * waiting in vLLM, for dartflow_policy_queue_depth), used by workers/vllm-policy-server.ts.
  */
 export function vllmServerMetrics(
   registry: MetricsRegistry,
