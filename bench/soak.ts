@@ -23,10 +23,16 @@
  *                         [--deploy-from auto|<git rev>|none] [--max-staleness 1]
  *   npx tsx bench/soak.ts --scenario point9 [--minutes 60] [--envs 256] [--scale 0.2] [--train-seconds 1500]
  *   (both: [--bucket-minutes 5] [--publish]; faults: [--keep-data] keeps the private cluster's data dir)
+ *   faults in segments: [--state-dir <dir>] keeps the soak's ledger and the cluster's data in <dir>;
+ *   [--segment-minutes N] ends this segment after N minutes with a whole-cluster crash (kill -9 of every
+ *   process, the campaign left running in the SQLite file); `--resume <dir>` brings the same cluster and
+ *   campaign back and goes on (also after an unplanned end: the machine or session went away). The gaps
+ *   count as faults (cluster-crash) and are left out of every time-based figure.
  * Writes soak.json (keyed by scenario) and soak-<scenario>-utilization.png / -history.png to the bench
  * output dir (bench/lib/output.ts).
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DartflowClient, type CampaignHandle } from '../client/dartflow-client';
 import { ChaosCluster, FAULT_KINDS, waitFor } from '../infra/chaos';
@@ -42,10 +48,20 @@ import { benchOutFile, setBenchPublish, shownPath } from './lib/output';
 import { splitPublishFlag } from './lib/output-dir';
 import { runsInOrder } from './lib/history-stats';
 import { collectSoakEvidence, type SoakEvidence } from './lib/soak-evidence';
-import { injectSoakFault, type SoakFaultOutcome } from './lib/soak-faults';
+import { injectSoakFault, watchClusterCrashRecovery, type SoakFaultOutcome } from './lib/soak-faults';
 import { HISTORY_EVENT_WARN, ISSUE_TARGETS, soakGoals, type SoakGoal, type SoakTargets } from './lib/soak-goals';
 import { exportDeploySource } from './lib/soak-deploy';
-import { soakBuckets, soakTotals, type SoakBucket, type SoakTotals } from './lib/soak-metrics';
+import { soakBucketsOverWindows, soakTotalsOverWindows, type SoakBucket, type SoakTotals } from './lib/soak-metrics';
+import {
+  closeSegment,
+  driverAlive,
+  readSoakState,
+  segmentWindows,
+  soakStatePath as soakStatePathOf,
+  writeSoakState,
+  type SoakSegment,
+  type SoakState,
+} from './lib/soak-state';
 import { ONE_OFF_FAULTS, soakSchedule } from './lib/soak-schedule';
 
 type Scenario = 'faults' | 'point9';
@@ -93,6 +109,8 @@ export interface SoakReport {
   unexpectedExits?: string[];
   /** faults: the code each orchestrator build ran (--deploy-from). */
   deploy?: SoakDeployInfo;
+  /** faults driven in segments (--segment-minutes / --resume): each one's times, end and up-time. */
+  segments?: Array<SoakSegment & { upMinutes: number }>;
   goals: SoakGoal[];
 }
 
@@ -114,10 +132,12 @@ async function driveCampaign(
     startedAt: number;
     done: (s: CampaignStatus | null, elapsedMs: number) => string | null;
     tick?: (s: CampaignStatus | null) => Promise<void>;
+    /** A reason to end this segment without stopping the campaign (bench/lib/soak-state.ts); null: go on. */
+    suspend?: () => string | null;
     beforeStop?: () => Promise<void>;
     log: (line: string) => void;
   }
-): Promise<CampaignOutcome> {
+): Promise<CampaignOutcome | { suspendedBy: string; lastStatus: CampaignStatus | null }> {
   let last: CampaignStatus | null = null;
   let lastLog = 0;
   let stoppedBy: string | null = null;
@@ -133,6 +153,8 @@ async function driveCampaign(
     }
     stoppedBy = opts.done(last, Date.now() - opts.startedAt);
     if (stoppedBy) break;
+    const suspendedBy = opts.suspend?.();
+    if (suspendedBy) return { suspendedBy, lastStatus: last };
     await opts.tick?.(last);
     await sleep(5_000);
   }
@@ -175,15 +197,25 @@ function buildReport(
   ev: SoakEvidence,
   slots: number,
   bucketMs: number,
-  extra: { faults?: SoakFaultOutcome[]; unexpectedExits?: string[]; deploy?: SoakDeployInfo } = {}
+  extra: {
+    faults?: SoakFaultOutcome[];
+    unexpectedExits?: string[];
+    deploy?: SoakDeployInfo;
+    /** A soak driven in segments: the up-time windows (the gaps, cluster down, count in neither figure). */
+    segments?: SoakSegment[];
+  } = {}
 ): SoakReport {
   const window = { start: ev.firstLeaseAt ?? run.startedAt, end: run.stopRequestedAt };
-  const totals = soakTotals(ev.episodes, ev.steps, slots, window);
+  const windows = extra.segments ? segmentWindows(extra.segments, ev.firstLeaseAt, run.stopRequestedAt) : [window];
+  const totals = soakTotalsOverWindows(ev.episodes, ev.steps, slots, windows);
   const h = ev.historySummary;
   const faultsByKind: Record<string, number> = {};
   for (const f of extra.faults ?? []) if (!f.error) faultsByKind[f.kind] = (faultsByKind[f.kind] ?? 0) + 1;
   const { problems, ...audit } = ev.audit;
-  const wallMinutes = (run.stopRequestedAt - run.startedAt) / 60_000;
+  // Up-time: a segmented soak's gaps (the whole cluster down) are not minutes of the scenario.
+  const wallMinutes = extra.segments
+    ? segmentWindows(extra.segments, null, run.stopRequestedAt).reduce((a, w) => a + w.end - w.start, 0) / 60_000
+    : (run.stopRequestedAt - run.startedAt) / 60_000;
   const trainSteps = ev.audit.trainSteps;
   const base = {
     scenario,
@@ -202,7 +234,7 @@ function buildReport(
           ...base,
           faultsByKind,
           requiredFaultKinds: [...FAULT_KINDS, ...ONE_OFF_FAULTS],
-          unrecoveredFaults: extra.faults.filter((f) => f.recoverMs === null).length,
+          unrecoveredFaults: extra.faults.filter((f) => f.recoverMs === null && !f.interruptedBySegmentEnd).length,
           ...(faultsByKind.deploy
             ? { deployChangedWorkflowFiles: extra.deploy?.changedWorkflowFiles.length ?? 0 }
             : {}),
@@ -232,7 +264,7 @@ function buildReport(
     trainSteps,
     wallMinutes,
     totals,
-    buckets: soakBuckets(ev.episodes, ev.steps, slots, window, bucketMs),
+    buckets: soakBucketsOverWindows(ev.episodes, ev.steps, slots, windows, bucketMs),
     history: {
       runs: h.runs,
       totalEvents: h.totalEvents,
@@ -254,6 +286,14 @@ function buildReport(
     ...(extra.faults ? { faults: extra.faults, faultsByKind } : {}),
     ...(extra.unexpectedExits ? { unexpectedExits: extra.unexpectedExits } : {}),
     ...(extra.deploy ? { deploy: extra.deploy } : {}),
+    ...(extra.segments
+      ? {
+          segments: extra.segments.map((sg, i) => ({
+            ...sg,
+            upMinutes: ((windows[i]?.end ?? 0) - (windows[i]?.start ?? 0)) / 60_000,
+          })),
+        }
+      : {}),
     goals,
   };
 }
@@ -265,59 +305,134 @@ const simProfile = (p: string): 'fast' | 'browser' | 'osworld' => {
 
 // ---- scenario: faults ----------------------------------------------------------------------------------
 
-async function soakFaults(values: Record<string, string | undefined>, args: string[], log: (l: string) => void) {
-  const s = {
-    episodes: Number(values.episodes ?? 100_000),
-    trainSteps: Number(values['train-steps'] ?? 2_000),
-    maxMinutes: Number(values['max-minutes'] ?? 360),
-    faultEvery: Number(values['fault-every'] ?? 3),
-    seed: Number(values.seed ?? 1),
-    slots: Number(values.slots ?? 32),
-    profile: simProfile(values.profile ?? 'osworld'),
-    scale: Number(values.scale ?? 0.01),
-    oneOffsWithin: Number(values['one-offs-within'] ?? 9),
+interface FaultsSettings {
+  episodes: number;
+  trainSteps: number;
+  /** Up-time of the whole soak (all segments), then it stops. */
+  maxMinutes: number;
+  faultEvery: number;
+  seed: number;
+  slots: number;
+  profile: 'fast' | 'browser' | 'osworld';
+  scale: number;
+  oneOffsWithin: number;
+  maxStaleness: number;
+}
+
+function faultsSettings(values: Record<string, string | undefined>, saved?: SoakState['settings']): FaultsSettings {
+  // A resumed soak keeps the plan it started with; only --max-minutes may be raised for the remaining segments.
+  const v = (key: string, flag: string, dflt: number) => Number(saved?.[key] ?? values[flag] ?? dflt);
+  return {
+    episodes: v('episodes', 'episodes', 100_000),
+    trainSteps: v('trainSteps', 'train-steps', 2_000),
+    maxMinutes: Number(values['max-minutes'] ?? saved?.maxMinutes ?? 360),
+    faultEvery: v('faultEvery', 'fault-every', 3),
+    seed: v('seed', 'seed', 1),
+    slots: v('slots', 'slots', 32),
+    profile: simProfile(String(saved?.profile ?? values.profile ?? 'osworld')),
+    scale: v('scale', 'scale', 0.01),
+    oneOffsWithin: v('oneOffsWithin', 'one-offs-within', 9),
     // DART's 1 by default; more lets the trainer run ahead of the model rollouts (more steps per hour).
-    maxStaleness: Number(values['max-staleness'] ?? 1),
+    maxStaleness: v('maxStaleness', 'max-staleness', 1),
   };
+}
+
+const DOOMED_POLICY_SERVER = 'p1';
+
+/**
+ * The faults scenario. With `--state-dir <dir>` (or `--resume <dir>`) it can span several segments: the
+ * soak's ledger (bench/lib/soak-state.ts) and the private cluster's data live in the dir; a segment ends
+ * at `--segment-minutes` with a whole-cluster crash (kill -9 of every process) or whenever the driver's
+ * machine goes away, and `--resume <dir>` brings the same cluster and campaign back. Returns null when
+ * this segment ended without stopping the campaign.
+ */
+async function soakFaults(
+  values: Record<string, string | undefined>,
+  args: string[],
+  log: (l: string) => void
+): Promise<SoakReport | null> {
+  const resumeDir = values.resume;
+  const stateDir = resumeDir ?? values['state-dir'];
+  const state: SoakState | undefined = resumeDir ? readSoakState(resumeDir) : undefined;
+  if (state) {
+    const last = state.segments[state.segments.length - 1]!;
+    if (last.endedBy === 'stopped')
+      throw new Error(`--resume ${resumeDir}: that soak finished (its campaign was stopped); start a new one`);
+    if (last.driverPid !== process.pid && driverAlive(last.driverPid))
+      throw new Error(
+        `--resume ${resumeDir}: the driver of its last segment (PID ${last.driverPid}) is still running; stop it first`
+      );
+  } else if (stateDir && fs.existsSync(soakStatePathOf(stateDir)))
+    throw new Error(
+      `--state-dir ${stateDir} holds a soak already: resume it with --resume ${stateDir}, or pick a new dir`
+    );
+  const s = faultsSettings(values, state?.settings);
+  const segmentMinutes = values['segment-minutes'] !== undefined ? Number(values['segment-minutes']) : null;
   const bucketMs = Number(values['bucket-minutes'] ?? 5) * 60_000;
-  log(`faults scenario: ${JSON.stringify(s)}`);
+  log(
+    `faults scenario: ${JSON.stringify(s)}${state ? ` (resuming ${state.campaignId}, segment ${state.segments.length + 1})` : ''}`
+  );
   const schedule = soakSchedule(s.seed, Math.ceil(s.maxMinutes / s.faultEvery) + 1, {
     downMs: { min: 500, max: 5_000 },
     oneOffWithin: s.oneOffsWithin,
   });
+  const currentBuild = state?.cluster.orchestratorBuild ?? 'soak-build-1';
   // The first orchestrator build runs older workflow code; the deploy cuts over to this checkout (--deploy-from).
-  const source = exportDeploySource(PROJECT_ROOT, values['deploy-from'] ?? 'auto');
-  const deploy: SoakDeployInfo = source
-    ? {
-        fromRev: source.fromRev,
-        toRev: source.dirty ? `${source.toRev} (with local edits)` : source.toRev,
-        changedWorkflowFiles: source.changedWorkflowFiles,
-      }
-    : { fromRev: 'this checkout', toRev: 'this checkout', changedWorkflowFiles: [] };
+  const deploySpec = state
+    ? state.deploy.fromRev === 'this checkout'
+      ? 'none'
+      : state.deploy.fromRev
+    : (values['deploy-from'] ?? 'auto');
+  const source = currentBuild === 'soak-build-1' || !state ? exportDeploySource(PROJECT_ROOT, deploySpec) : undefined;
+  const deploy: SoakDeployInfo = state
+    ? state.deploy
+    : source
+      ? {
+          fromRev: source.fromRev,
+          toRev: source.dirty ? `${source.toRev} (with local edits)` : source.toRev,
+          changedWorkflowFiles: source.changedWorkflowFiles,
+        }
+      : { fromRev: 'this checkout', toRev: 'this checkout', changedWorkflowFiles: [] };
+  if (state && source && !state.deploy.toRev.startsWith(source.toRev))
+    throw new Error(
+      `--resume: this checkout is at ${source.toRev.slice(0, 10)}, the soak started at ${state.deploy.toRev.slice(0, 10)}; resume it from the same checkout (every restarted role loads the code on disk)`
+    );
   log(
-    source
-      ? `deploy: build soak-build-1 runs the workflows/ of ${source.fromRev.slice(0, 10)}, soak-build-2 runs ${source.toRev.slice(0, 10)}${source.dirty ? ' + local edits' : ''} (${source.changedWorkflowFiles.length} workflow files differ: ${source.changedWorkflowFiles.join(', ')})`
-      : 'deploy: both builds run this checkout (--deploy-from none)'
+    source && currentBuild === 'soak-build-1'
+      ? `deploy: build soak-build-1 runs the workflows/ of ${deploy.fromRev.slice(0, 10)}, soak-build-2 runs ${deploy.toRev.slice(0, 10)} (${deploy.changedWorkflowFiles.length} workflow files differ: ${deploy.changedWorkflowFiles.join(', ')})`
+      : state
+        ? `deploy: ${currentBuild} serves (deployed before this segment)`
+        : 'deploy: both builds run this checkout (--deploy-from none)'
   );
+  const keepData = values['keep-data'] === 'true';
   const cluster = await ChaosCluster.start({
-    ...(source ? { orchestratorProjectRoot: source.root } : {}),
+    ...(source && currentBuild === 'soak-build-1' ? { orchestratorProjectRoot: source.root } : {}),
     envKind: 'simulated',
     simulatedProfile: s.profile,
     simulatedTimeScale: s.scale,
     simulatedBernoulliReward: 0.5,
     envSlots: s.slots,
     policyServers: 2,
-    orchestratorBuildId: 'soak-build-1',
+    orchestratorBuildId: currentBuild,
+    ...(stateDir ? { dataDir: state?.cluster.dataDir ?? path.resolve(stateDir, 'cluster') } : {}),
+    ...(state ? { ports: state.cluster.ports, skipPolicyServers: state.cluster.retiredPolicyServers } : {}),
     // --keep-data: leave the private cluster's Temporal db, MinIO data and worker logs for a post-mortem.
-    ...(values['keep-data'] === 'true' ? { keepData: true } : {}),
+    ...(keepData ? { keepData: true } : {}),
   });
-  if (values['keep-data'] === 'true') log(`data, SQLite and worker logs kept in ${cluster.dataDir}`);
+  const restartedAt = Date.now();
+  if (keepData || stateDir) log(`data, SQLite and worker logs kept in ${cluster.dataDir}`);
   const over = new AbortController();
   const recoveries: Promise<void>[] = [];
   let client: DartflowClient | undefined;
+  let suspended = false;
   try {
-    client = await DartflowClient.connect(cluster.settings);
-    const id = `soak-${s.seed}-${benchSuffix()}`;
+    client = await waitFor(
+      'a client of the private cluster',
+      () => DartflowClient.connect(cluster.settings),
+      120_000,
+      1_000
+    );
+    const id = state?.campaignId ?? `soak-${s.seed}-${benchSuffix()}`;
     const config: CampaignConfigInput & { campaign: { id: string } } = {
       campaign: { id, suite: 'quickstart', maxTrainSteps: 1_000_000, maxEpisodes: 10_000_000 },
       // Short episodes, 3× as many in flight as slots (no slot waits on a group barrier).
@@ -329,33 +444,102 @@ async function soakFaults(values: Record<string, string | undefined>, args: stri
       eval: { everyVersions: 100_000, episodesPerTask: 1, gateEveryVersions: 0 },
       curation: { maxStaleness: s.maxStaleness },
     };
-    const startedAt = Date.now();
-    const campaign = await client.startCampaign(config);
+    const startedAt = state?.startedAt ?? Date.now();
+    const campaign = state ? client.getCampaign(id) : await client.startCampaign(config);
     log(
       `campaign ${id} on private Temporal ${cluster.settings.temporal.address}, MinIO ${cluster.settings.s3.endpoint}`
     );
-    await waitFor('the first train step', async () => (await campaign.status()).trainSteps >= 1, 300_000, 1_000);
-    const faults: SoakFaultOutcome[] = [];
+    const faults: SoakFaultOutcome[] = (state?.faults ?? []) as SoakFaultOutcome[];
+    const segment: SoakSegment = {
+      startedAt: restartedAt,
+      lastAliveAt: restartedAt,
+      driverPid: process.pid,
+      lastStatus: null,
+    };
+    let st: SoakState | undefined = stateDir
+      ? state
+        ? { ...state, segments: [...state.segments, segment] }
+        : {
+            version: 1,
+            campaignId: id,
+            startedAt,
+            settings: { ...s },
+            args,
+            cluster: {
+              dataDir: cluster.dataDir,
+              ports: cluster.ports,
+              orchestratorBuild: currentBuild,
+              retiredPolicyServers: [],
+            },
+            deploy,
+            faults: [],
+            segments: [segment],
+          }
+      : undefined;
+    let lastWrite = 0;
+    const save = (force = false) => {
+      if (!st || !stateDir || (!force && Date.now() - lastWrite < 15_000)) return;
+      lastWrite = Date.now();
+      const segs = [...st.segments];
+      segs[segs.length - 1] = { ...segment };
+      st = {
+        ...st,
+        faults: faults as SoakState['faults'],
+        segments: segs,
+        cluster: {
+          ...st.cluster,
+          orchestratorBuild: cluster.orchestratorBuild ?? st.cluster.orchestratorBuild,
+          retiredPolicyServers: faults.some((f) => f.kind === 'policy-for-good' && !f.error)
+            ? [DOOMED_POLICY_SERVER]
+            : [],
+        },
+      };
+      writeSoakState(stateDir, st);
+    };
+    save(true);
+    if (state) {
+      const prev = state.segments[state.segments.length - 1]!;
+      const watch = watchClusterCrashRecovery(
+        { campaign, startedAt, recoveryTimeoutMs: 600_000, signal: over.signal, log },
+        faults.length,
+        { lastAliveAt: prev.lastAliveAt, restartedAt, planned: prev.endedBy === 'planned crash' },
+        prev.lastStatus
+      );
+      faults.push(watch.outcome);
+      recoveries.push(watch.recovery.then(() => save(true)));
+    } else await waitFor('the first train step', async () => (await campaign.status()).trainSteps >= 1, 300_000, 1_000);
+    // Up-time before this segment: the soak's minutes count only while the cluster was up.
+    const upBeforeMs = (state?.segments ?? []).reduce((a, sg) => a + sg.lastAliveAt - sg.startedAt, 0);
+    const plannedFaults = () => faults.filter((f) => f.kind !== 'cluster-crash').length;
     let nextFaultAt = Date.now() + s.faultEvery * 60_000;
     const run = await driveCampaign(campaign, {
       startedAt,
       log,
-      done: (st, elapsed) => {
-        if (st && st.episodes >= s.episodes && st.trainSteps >= s.trainSteps) return 'targets met';
-        if (elapsed >= s.maxMinutes * 60_000) return `--max-minutes ${s.maxMinutes}`;
+      done: (cur) => {
+        if (cur) {
+          segment.lastStatus = { episodes: cur.episodes, trainSteps: cur.trainSteps, policyVersion: cur.policyVersion };
+        }
+        segment.lastAliveAt = Date.now();
+        save();
+        if (cur && cur.episodes >= s.episodes && cur.trainSteps >= s.trainSteps) return 'targets met';
+        if (upBeforeMs + Date.now() - restartedAt >= s.maxMinutes * 60_000) return `--max-minutes ${s.maxMinutes}`;
         const exits = cluster.unexpectedExits();
         return exits.length ? `a role died on its own: ${exits.join('; ')}` : null;
       },
+      suspend: () =>
+        segmentMinutes !== null && Date.now() - restartedAt >= segmentMinutes * 60_000
+          ? `--segment-minutes ${segmentMinutes}`
+          : null,
       tick: async () => {
-        if (Date.now() < nextFaultAt || faults.length >= schedule.length) return;
-        const planned = schedule[faults.length]!;
+        if (Date.now() < nextFaultAt || plannedFaults() >= schedule.length) return;
+        const planned = schedule[plannedFaults()]!;
         const { outcome, recovery } = await injectSoakFault(
           {
             cluster,
             temporal: client!.temporal,
             campaign,
             startedAt,
-            doomedPolicyServer: 'policy-p1',
+            doomedPolicyServer: `policy-${DOOMED_POLICY_SERVER}`,
             deployBuildId: 'soak-build-2',
             triggerTimeoutMs: 30_000,
             recoveryTimeoutMs: 300_000,
@@ -366,12 +550,32 @@ async function soakFaults(values: Record<string, string | undefined>, args: stri
           planned
         );
         faults.push(outcome);
-        recoveries.push(recovery);
+        save(true);
+        recoveries.push(recovery.then(() => save(true)));
         nextFaultAt = Date.now() + s.faultEvery * 60_000;
       },
       // A fault just before the end still gets its chance to show recovery before the stop.
       beforeStop: () => Promise.all(recoveries).then(() => undefined),
     });
+    if ('suspendedBy' in run) {
+      // A planned whole-cluster crash: the campaign is left running in the SQLite file, nothing is stopped.
+      segment.lastAliveAt = Date.now();
+      save(true);
+      if (st && stateDir) writeSoakState(stateDir, (st = closeSegment(st, 'planned crash')));
+      log(
+        `segment over (${run.suspendedBy}): kill -9 of every process of the cluster; data kept in ${cluster.dataDir}`
+      );
+      suspended = true;
+      over.abort();
+      await cluster.crash();
+      log(`resume with: npm run bench -- soak --resume ${stateDir ?? '?'}`);
+      return null;
+    }
+    if (st && stateDir) {
+      segment.lastAliveAt = run.stopRequestedAt;
+      save(true);
+      writeSoakState(stateDir, (st = closeSegment(st, 'stopped')));
+    }
     log(`campaign ${run.completed ? 'completed' : `did not complete: ${run.error ?? ''}`}; reading evidence …`);
     const ev = await collectSoakEvidence(
       // The store of the private MinIO (its data dir survives restarts).
@@ -383,20 +587,27 @@ async function soakFaults(values: Record<string, string | undefined>, args: stri
     return buildReport(
       'faults',
       args,
-      { ...s, bucketMinutes: bucketMs / 60_000 },
-      `simulated ${s.profile} env latencies × ${s.scale} (compressed time), bernoulli(0.5) reward, ${s.slots} env slots, 2 policy servers, maxSteps 4, groups of ≤ 8, train batch 1–2 groups, maxStaleness ${s.maxStaleness}; a private dev server (SQLite) and MinIO and every role on this 2-core machine`,
+      { ...s, bucketMinutes: bucketMs / 60_000, ...(st ? { segments: st.segments.length } : {}) },
+      `simulated ${s.profile} env latencies × ${s.scale} (compressed time), bernoulli(0.5) reward, ${s.slots} env slots, 2 policy servers, maxSteps 4, groups of ≤ 8, train batch 1–2 groups, maxStaleness ${s.maxStaleness}; a private dev server (SQLite) and MinIO and every role on this 2-core machine${st && st.segments.length > 1 ? `; driven in ${st.segments.length} segments, each gap a whole-cluster crash (figures over up-time only)` : ''}`,
       ISSUE_TARGETS.faults,
-      run,
+      { ...run, startedAt },
       ev,
       s.slots,
       bucketMs,
-      { faults, unexpectedExits: cluster.unexpectedExits(), deploy }
+      {
+        faults,
+        unexpectedExits: cluster.unexpectedExits(),
+        deploy,
+        ...(st && st.segments.length > 1 ? { segments: st.segments } : {}),
+      }
     );
   } finally {
     over.abort();
-    await Promise.all(recoveries);
-    await client?.close().catch(() => undefined);
-    await cluster.stop();
+    if (!suspended) {
+      await Promise.all(recoveries);
+      await client?.close().catch(() => undefined);
+      await cluster.stop();
+    } else await client?.close().catch(() => undefined);
     source?.remove();
   }
 }
@@ -439,6 +650,7 @@ async function soakPoint9(values: Record<string, string | undefined>, args: stri
       log,
       done: (_st, elapsed) => (elapsed >= s.minutes * 60_000 ? `--minutes ${s.minutes}` : null),
     });
+    if ('suspendedBy' in run) throw new Error('point9 has no segments');
     log(`campaign ${run.completed ? 'completed' : `did not complete: ${run.error ?? ''}`}; reading evidence …`);
     const ev = await collectSoakEvidence(cluster.store, cluster.client.temporal, id, log);
     return buildReport(
@@ -547,6 +759,9 @@ export async function benchSoak(argv: string[]): Promise<void> {
         'queue',
         'deploy-from',
         'max-staleness',
+        'state-dir',
+        'resume',
+        'segment-minutes',
       ].map((k) => [k, { type: 'string' as const }])
     ),
   }) as { values: Record<string, string | undefined> };
@@ -557,7 +772,12 @@ export async function benchSoak(argv: string[]): Promise<void> {
     throw new Error(`--scenario must be faults or point9, got ${String(values.scenario)}`);
   const t0 = Date.now();
   const log = (line: string) => console.log(`[soak ${scenario} ${((Date.now() - t0) / 1000).toFixed(0)}s] ${line}`);
+  if ((values.resume || values['state-dir'] || values['segment-minutes']) && scenario !== 'faults')
+    throw new Error('--state-dir, --resume and --segment-minutes belong to the faults scenario');
+  if (values['segment-minutes'] && !values['state-dir'] && !values.resume)
+    throw new Error('--segment-minutes needs --state-dir <dir> (where the soak keeps what a resume needs)');
   const report = scenario === 'faults' ? await soakFaults(values, args, log) : await soakPoint9(values, args, log);
+  if (!report) return; // a segment of a faults soak ended; --resume goes on
   const out = benchOutFile('soak.json');
   const previous = fs.existsSync(out) ? (JSON.parse(fs.readFileSync(out, 'utf8')) as Record<string, unknown>) : {};
   fs.writeFileSync(out, `${JSON.stringify({ ...previous, suite: 'soak', [scenario]: report }, null, 2)}\n`);

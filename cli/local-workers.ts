@@ -33,6 +33,8 @@ export interface LocalWorkersOptions {
   simulatedBernoulliReward?: number;
   policyServers?: number;
   policyBasePort?: number;
+  /** Policy servers (`p<i>`) of 0…policyServers−1 not to start (a server lost for good stays lost on a restart). */
+  skipPolicyServers?: string[];
   /** trainer-vlm: the Hugging Face folder the vLLM servers started from (else DARTFLOW_VLM_BASE_MODEL). */
   vlmBaseModel?: string;
   /** trainer-vlm: more flags for `python -m dartflow_vlm.worker` (e.g. ['--lora-rank', '8']). */
@@ -141,6 +143,7 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
   const metricsEnv = localMetricsEnv(opts, { ...process.env, ...opts.env });
   if (roles.includes('policy')) {
     for (let i = 0; i < (opts.policyServers ?? 1); i++) {
+      if (opts.skipPolicyServers?.includes(`p${i}`)) continue;
       specs.push({
         role: 'policy',
         name: `policy-p${i}`,

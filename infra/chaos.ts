@@ -142,8 +142,26 @@ export interface ChaosClusterOptions {
   orchestratorProjectRoot?: string;
   /** Keep the private data dir (logs, SQLite, MinIO data) after stop, for debugging. */
   keepData?: boolean;
+  /**
+   * Use this data dir (created when missing, never removed by `stop`) instead of a fresh temporary one: a
+   * cluster brought back over the same SQLite file and MinIO data (bench/soak.ts --resume).
+   */
+  dataDir?: string;
+  /** Listen on these ports (a resumed cluster: the ones its roles and stored settings know) instead of free ones. */
+  ports?: ChaosPorts;
+  /** Policy servers (e.g. `p1`) not to start: lost for good before the cluster was brought back. */
+  skipPolicyServers?: string[];
   /** Echo the roles' output to this process's stdout. */
   echo?: boolean;
+}
+
+export interface ChaosPorts {
+  temporal: number;
+  temporalUi: number;
+  minio: number;
+  minioConsole: number;
+  /** Policy server i listens on policyBase + i. */
+  policyBase: number;
 }
 
 const ROLE_OF: Record<'env' | 'policy' | 'trainer' | 'orchestrator', Role> = {
@@ -192,7 +210,9 @@ export class ChaosCluster {
     readonly dataDir: string,
     readonly dbFile: string,
     private readonly opts: ChaosClusterOptions,
-    private readonly workerOpts: LocalWorkersOptions
+    private readonly workerOpts: LocalWorkersOptions,
+    /** The ports this cluster listens on (a resumed cluster must get the same ones). */
+    readonly ports: ChaosPorts
   ) {}
 
   /** The role processes (first group); see `children` for every live one. */
@@ -211,15 +231,17 @@ export class ChaosCluster {
   orchestratorBuild: string | undefined;
 
   static async start(opts: ChaosClusterOptions = {}): Promise<ChaosCluster> {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dartflow-chaos-'));
-    const [tPort, tUi, mPort, mConsole] = [await freePort(), await freePort(), await freePort(), await freePort()] as [
-      number,
-      number,
-      number,
-      number,
-    ];
+    const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'dartflow-chaos-'));
+    fs.mkdirSync(dataDir, { recursive: true });
     const policyServers = opts.policyServers ?? 1;
-    const policyPort = await freePortRange(policyServers);
+    const ports: ChaosPorts = opts.ports ?? {
+      temporal: await freePort(),
+      temporalUi: await freePort(),
+      minio: await freePort(),
+      minioConsole: await freePort(),
+      policyBase: await freePortRange(policyServers),
+    };
+    const { temporal: tPort, temporalUi: tUi, minio: mPort, minioConsole: mConsole, policyBase: policyPort } = ports;
     const env: NodeJS.ProcessEnv = {
       DARTFLOW_DATA_DIR: dataDir,
       DARTFLOW_TEMPORAL_PORT: String(tPort),
@@ -247,10 +269,11 @@ export class ChaosCluster {
         : {}),
       policyServers,
       policyBasePort: policyPort,
+      ...(opts.skipPolicyServers?.length ? { skipPolicyServers: opts.skipPolicyServers } : {}),
       env,
       ...(opts.echo ? { echo: true } : {}),
     };
-    const cluster = new ChaosCluster(settings, dataDir, dbFile, opts, workerOpts);
+    const cluster = new ChaosCluster(settings, dataDir, dbFile, opts, workerOpts, ports);
     try {
       await cluster.startMinio();
       await cluster.startTemporal();
@@ -453,11 +476,22 @@ export class ChaosCluster {
     this.minioPid = undefined;
   }
 
-  /** Stops every process this cluster started (by PID) and removes the private data dir. */
+  /**
+   * A whole-cluster crash: kill -9 of every role process and both servers, nothing stopped gracefully, the
+   * data dir kept — what a power loss leaves behind. `ChaosCluster.start` with the same `dataDir` and
+   * `ports` brings it back.
+   */
+  async crash(): Promise<void> {
+    for (const c of this.children)
+      if (c.process.pid && running(c)) await killNine(c.process.pid).catch(() => undefined);
+    await this.stopServers();
+  }
+
+  /** Stops every process this cluster started (by PID) and removes the private data dir (unless kept or given). */
   async stop(): Promise<void> {
     for (const h of this.handles) await h.stop().catch(() => undefined);
     await this.stopServers();
-    if (!this.opts.keepData) fs.rmSync(this.dataDir, { recursive: true, force: true });
+    if (!this.opts.keepData && !this.opts.dataDir) fs.rmSync(this.dataDir, { recursive: true, force: true });
   }
 }
 

@@ -125,7 +125,7 @@ export const TrainerSchema = z
       .nullable()
       .default(null)
       .describe(
-        'Adam learning rate of the RL train steps when it differs from the behaviour-cloning warm start (null = learningRate for both).'
+        'Adam learning rate of the RL train steps when it differs from the behaviour-cloning warm start (null = learningRate for both); both trainers, embedded and VLM, honour it.'
       ),
     adamBeta1: prob.default(0.9).describe('Adam β1 (verl default 0.9).'),
     adamBeta2: prob.default(0.999).describe('Adam β2 (verl default 0.999).'),
@@ -153,7 +153,7 @@ export const TrainerSchema = z
       .nullable()
       .default(null)
       .describe(
-        "Early stop of a train step's minibatch updates once the k3 estimate of KL(π_old ‖ π_θ) on the next minibatch exceeds it (PPO's target_kl; null = off)."
+        "Early stop of a train step's minibatch updates once the k3 estimate of KL(π_old ‖ π_θ) on the next minibatch exceeds it (PPO's target_kl; null = off). Embedded trainer only: the VLM trainer makes one update per step and refuses it."
       ),
     useEntropySelection: z.boolean().default(true).describe('Ablation switch: high-entropy step selection.'),
     useTis: z.boolean().default(true).describe('Ablation switch: truncated importance sampling.'),
@@ -316,6 +316,16 @@ export const CampaignConfigSchema = z
         path: ['policy', 'options'],
         message:
           'holds UI-TARS options, which apply only when policy.kind is "vlm": set policy.kind: vlm or remove them',
+      });
+    }
+    // The VLM trainer (python/dartflow_vlm) takes one optimiser step per train step: there is no later
+    // minibatch update for targetKl to stop, and the Python worker refuses it; say so before a campaign starts.
+    if (cfg.policy.kind === 'vlm' && cfg.trainer.targetKl !== null) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['trainer', 'targetKl'],
+        message:
+          'applies only to the embedded trainer (it stops later minibatch updates; the VLM trainer makes one update per step): set trainer.targetKl: null and anchor with trainer.klBeta',
       });
     }
     if (cfg.env.kind === 'remote' && !cfg.env.remoteEndpoint) {

@@ -12,7 +12,8 @@ import { recoveryFor, type SoakFaultKind, type SoakPlannedFault } from './soak-s
 
 export interface SoakFaultOutcome {
   index: number;
-  kind: SoakFaultKind;
+  /** 'cluster-crash': every process of the cluster was down between two segments (bench/lib/soak-state.ts). */
+  kind: SoakFaultKind | 'cluster-crash';
   /** The moment the fault waited for, and whether it held when the fault was injected. */
   trigger: string;
   triggered: boolean;
@@ -26,8 +27,10 @@ export interface SoakFaultOutcome {
   /** The fault itself could not be carried out (e.g. no running task group to terminate). */
   error?: string;
   recoveredBy: string;
-  /** fault → the recovery progress, when observed. */
+  /** fault → the recovery progress, when observed (cluster-crash: the cluster's restart → the progress). */
   recoverMs: number | null;
+  /** The segment ended (the whole cluster went down) before the recovery was observed: not a failed recovery. */
+  interruptedBySegmentEnd?: boolean;
   statusAtFault: { episodes: number; trainSteps: number; policyVersion: number } | null;
 }
 
@@ -155,5 +158,50 @@ export async function injectSoakFault(
     outcome.recoverMs = since() - atMs;
     ctx.log(`#${index} ${planned.kind} recovered in ${(outcome.recoverMs / 1000).toFixed(1)} s (${check.what})`);
   })().catch(() => undefined);
+  return { outcome, recovery };
+}
+
+/**
+ * The cluster was brought back after a whole-cluster crash (a segment's end): records it as a fault and
+ * watches for the progress that needs every role back — both more episodes and more train steps than
+ * the last status the previous segment saw. `recoverMs` counts from the restart, not across the gap.
+ */
+export function watchClusterCrashRecovery(
+  ctx: Pick<SoakFaultContext, 'campaign' | 'startedAt' | 'recoveryTimeoutMs' | 'signal' | 'log'>,
+  index: number,
+  crash: { lastAliveAt: number; restartedAt: number; planned: boolean },
+  atCrash: { episodes: number; trainSteps: number; policyVersion: number } | null
+): { outcome: SoakFaultOutcome; recovery: Promise<void> } {
+  const base = atCrash ?? { episodes: 0, trainSteps: 0, policyVersion: 0 };
+  const outcome: SoakFaultOutcome = {
+    index,
+    kind: 'cluster-crash',
+    trigger: crash.planned
+      ? 'the segment reached --segment-minutes'
+      : 'the driver stopped (its machine or session went away)',
+    triggered: true,
+    atMs: crash.lastAliveAt - ctx.startedAt,
+    downMs: crash.restartedAt - crash.lastAliveAt,
+    detail: `every process of the cluster killed${crash.planned ? ' with SIGKILL' : ''}; brought back over the same SQLite file, MinIO data dir and ports after ${((crash.restartedAt - crash.lastAliveAt) / 60_000).toFixed(1)} min`,
+    recoveredBy: `episodes > ${base.episodes} and trainSteps > ${base.trainSteps}`,
+    recoverMs: null,
+    statusAtFault: atCrash,
+  };
+  ctx.log(`#${index} cluster-crash: ${outcome.detail}`);
+  const recovery = waitFor(
+    `progress after the cluster crash (${outcome.recoveredBy})`,
+    async () => {
+      const s = await ctx.campaign.status();
+      return s.episodes > base.episodes && s.trainSteps > base.trainSteps;
+    },
+    ctx.recoveryTimeoutMs,
+    1000,
+    ctx.signal
+  )
+    .then(() => {
+      outcome.recoverMs = Date.now() - crash.restartedAt;
+      ctx.log(`#${index} cluster-crash recovered in ${(outcome.recoverMs / 1000).toFixed(1)} s after the restart`);
+    })
+    .catch(() => undefined);
   return { outcome, recovery };
 }

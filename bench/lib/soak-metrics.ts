@@ -111,3 +111,50 @@ function lowerBound(sorted: readonly EpisodeTimes[], t: number): number {
   }
   return lo;
 }
+
+/**
+ * Whole-run figures of a soak driven in segments (bench/lib/soak-state.ts): only the time the cluster was up
+ * counts; the gaps between segments (the cluster down) are left out of the denominators, not counted idle.
+ */
+export function soakTotalsOverWindows(
+  episodes: readonly EpisodeTimes[],
+  steps: readonly TrainStepTimes[],
+  slots: number,
+  windows: readonly TimeWindow[]
+): SoakTotals {
+  const parts = windows.map((w) => soakTotals(episodes, steps, slots, w));
+  const seconds = parts.reduce((a, p) => a + p.windowSeconds, 0);
+  const idleSeconds = parts.reduce((a, p) => a + p.trainerIdleSeconds, 0);
+  const weighted = (f: (p: SoakTotals) => number) =>
+    seconds > 0 ? parts.reduce((a, p) => a + f(p) * p.windowSeconds, 0) / seconds : 0;
+  return {
+    windowSeconds: seconds,
+    slots,
+    episodes: parts.reduce((a, p) => a + p.episodes, 0),
+    trainSteps: parts.reduce((a, p) => a + p.trainSteps, 0),
+    envUtilization: weighted((p) => p.envUtilization),
+    trainerIdle: seconds > 0 ? idleSeconds / seconds : 1,
+    trainerIdleSeconds: idleSeconds,
+  };
+}
+
+/**
+ * Buckets of every segment, on one axis of up-time: a segment's buckets start where the previous segment's
+ * up-time ended, so a chart shows the run without the hours the cluster was down; `segment` says which.
+ */
+export function soakBucketsOverWindows(
+  episodes: readonly EpisodeTimes[],
+  steps: readonly TrainStepTimes[],
+  slots: number,
+  windows: readonly TimeWindow[],
+  bucketMs: number = SOAK_BUCKET_MS
+): Array<SoakBucket & { segment: number }> {
+  const out: Array<SoakBucket & { segment: number }> = [];
+  let offsetS = 0;
+  windows.forEach((w, segment) => {
+    for (const b of soakBuckets(episodes, steps, slots, w, bucketMs))
+      out.push({ ...b, startS: b.startS + offsetS, endS: b.endS + offsetS, segment });
+    offsetS += Math.max(0, w.end - w.start) / 1000;
+  });
+  return out;
+}

@@ -325,6 +325,14 @@ def _train_step(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
             f"invalid trainStep input: trainer.epochs is {cfg_raw['epochs']}; the VLM trainer takes one "
             "optimiser step per train step over the whole batch (DART: ppo_epochs 1): set trainer.epochs=1"
         )
+    if cfg_raw.get("targetKl") is not None:
+        # targetKl stops a step's remaining minibatch updates (activities/trainer/grpo-update.ts); with one
+        # update per step there is nothing after the first to stop, so a set value would be silently ignored.
+        raise InvalidTrainInput(
+            f"invalid trainStep input: trainer.targetKl is {cfg_raw['targetKl']}; the VLM trainer takes one "
+            "optimiser step per train step, so there are no further minibatch updates to stop early: set "
+            "trainer.targetKl=null (anchor the policy with trainer.klBeta instead)"
+        )
     config = TrainConfig.from_trainer(cfg_raw)
     deps.work_dir.mkdir(parents=True, exist_ok=True)
     processor = models.load_processor(deps.setup)

@@ -118,8 +118,10 @@ class TrainConfig:
         """From a validated `trainer` object of the activity input (defaults applied, camelCase)."""
         if trainer.get("entropyCoef", 0) != 0:
             raise InvalidTrainInput("entropyCoef > 0 is not supported by the VLM trainer (DART uses 0)")
+        # RL steps use rlLearningRate when set (the behaviour-cloning warm start keeps learningRate).
+        rl_rate = trainer.get("rlLearningRate")
         return cls(
-            learning_rate=trainer["learningRate"],
+            learning_rate=trainer["learningRate"] if rl_rate is None else rl_rate,
             adam_beta1=trainer["adamBeta1"],
             adam_beta2=trainer["adamBeta2"],
             weight_decay=trainer["weightDecay"],

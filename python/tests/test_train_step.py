@@ -175,3 +175,8 @@ def test_config_from_a_validated_trainer_object() -> None:
     assert config.loss == LossConfig(use_tis=False)
     with pytest.raises(InvalidTrainInput, match="entropyCoef"):
         TrainConfig.from_trainer({**validate_train_step_input(raw)["trainer"], "entropyCoef": 0.01})
+    # RL steps use rlLearningRate when it is set; learningRate stays the behaviour-cloning rate.
+    rl = TrainConfig.from_trainer(
+        validate_train_step_input({**raw, "trainer": {**raw["trainer"], "rlLearningRate": 5e-7}})["trainer"]
+    )
+    assert rl.learning_rate == 5e-7

@@ -92,6 +92,12 @@ test('a bad value is reported with field path, bad value and what is allowed', (
     () => parseCampaignConfig({ policy: { kind: 'vlm', options: { maxTokenz: 8 } } }),
     /policy\.options\.maxTokenz/
   );
+  // The VLM trainer makes one update per step: targetKl would be ignored there, so it is refused up front.
+  assert.throws(
+    () => parseCampaignConfig({ policy: { kind: 'vlm' }, trainer: { targetKl: 0.05 } }),
+    /trainer\.targetKl.*set trainer\.targetKl: null/
+  );
+  assert.equal(parseCampaignConfig({ trainer: { targetKl: 0.05 } }).trainer.targetKl, 0.05);
   assert.throws(() => parseCampaignConfig({ campaign: { id: '../etc' } }), /campaign\.id: got "\.\.\/etc"/);
 });
 
