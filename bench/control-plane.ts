@@ -9,7 +9,9 @@
  * - env utilization and train steps in the window.
  *
  *   npx tsx bench/control-plane.ts [--envs 256] [--scale 0.2] [--seconds 600] [--train-seconds 1500]
- *                                  [--queue 3] [--label point9]
+ *                                  [--queue 3] [--shards 1] [--label point9]
+ * `--shards k`: rollout.schedulerShards (k > 1: groups start from k scheduler-shard workflows that report to
+ * the campaign in batches; the campaign's own events per episode is what they cut).
  * Writes control-plane.json (one entry per label; earlier labels are kept) to .data/bench, or to docs/bench
  * with --publish (bench/lib/output.ts).
  */
@@ -28,7 +30,7 @@ import { collectHistoryStats, summarizeHistories, type HistorySummary } from './
 interface ControlPlaneResult {
   label: string;
   date: string;
-  settings: { envs: number; scale: number; seconds: number; trainSeconds: number; queue: number };
+  settings: { envs: number; scale: number; seconds: number; trainSeconds: number; queue: number; shards?: number };
   simulated: string;
   window: { seconds: number; episodes: number; trainSteps: number; envUtilization: number };
   totals: { episodes: number; trainSteps: number; runIndex: number };
@@ -36,6 +38,8 @@ interface ControlPlaneResult {
   eventsPerEpisode: number;
   eventsPerTrainStep: number;
   campaignEventsPerEpisode: number;
+  /** Events of the scheduler shards per episode (0 without shards). */
+  shardEventsPerEpisode?: number;
 }
 
 export async function benchControlPlane(args: string[]): Promise<void> {
@@ -47,6 +51,7 @@ export async function benchControlPlane(args: string[]): Promise<void> {
       seconds: { type: 'string', default: '600' },
       'train-seconds': { type: 'string', default: '1500' },
       queue: { type: 'string', default: '3' },
+      shards: { type: 'string', default: '1' },
       label: { type: 'string', default: 'default' },
       out: { type: 'string', default: path.join(benchOutDir(), 'control-plane.json') },
     },
@@ -58,6 +63,7 @@ export async function benchControlPlane(args: string[]): Promise<void> {
     seconds: Number(values.seconds),
     trainSeconds: Number(values['train-seconds']),
     queue: Number(values.queue),
+    shards: Number(values.shards),
   };
   console.log(`control-plane bench: ${JSON.stringify(s)}`);
   const cluster = await startBenchCluster('cp', {
@@ -77,7 +83,7 @@ export async function benchControlPlane(args: string[]): Promise<void> {
       cluster,
       {
         campaign: { id, suite: 'all', maxTrainSteps: 100_000 },
-        rollout: { envConcurrency: envs * s.queue, nMax: 8 },
+        rollout: { envConcurrency: envs * s.queue, nMax: 8, schedulerShards: s.shards },
         trainer: { minGroups: 6, maxGroups: 8, simulatedStepSeconds: s.trainSeconds },
         env: { kind: 'simulated', simulatedProfile: 'osworld', simulatedTimeScale: s.scale, slotsPerWorker: envs },
         eval: { everyVersions: 100_000, episodesPerTask: 1, gateEveryVersions: 0 },
@@ -100,6 +106,7 @@ export async function benchControlPlane(args: string[]): Promise<void> {
     const history = summarizeHistories(runs);
     const episodes = rollouts.length + run.evalManifests.length;
     const campaignEvents = history.byType.campaignWorkflow?.events ?? 0;
+    const shardEvents = history.byType.rolloutShardWorkflow?.events ?? 0;
     result = {
       label: values.label!,
       date: new Date().toISOString(),
@@ -117,6 +124,7 @@ export async function benchControlPlane(args: string[]): Promise<void> {
       eventsPerEpisode: episodes ? history.totalEvents / episodes : 0,
       eventsPerTrainStep: run.ledger.length ? history.totalEvents / run.ledger.length : 0,
       campaignEventsPerEpisode: episodes ? campaignEvents / episodes : 0,
+      shardEventsPerEpisode: episodes ? shardEvents / episodes : 0,
     };
   } finally {
     await cluster.close();
@@ -131,7 +139,7 @@ export async function benchControlPlane(args: string[]): Promise<void> {
   console.log(`wrote ${path.relative(PROJECT_ROOT, out)}`);
   console.log(
     `${result.label}: ${result.totals.episodes} episodes, ${result.totals.trainSteps} train steps, ${result.history.continueAsNew} continue-as-new; ` +
-      `events/episode ${result.eventsPerEpisode.toFixed(2)} (campaign ${result.campaignEventsPerEpisode.toFixed(2)}), events/train step ${result.eventsPerTrainStep.toFixed(0)}; ` +
+      `events/episode ${result.eventsPerEpisode.toFixed(2)} (campaign ${result.campaignEventsPerEpisode.toFixed(2)}, shards ${(result.shardEventsPerEpisode ?? 0).toFixed(2)}), events/train step ${result.eventsPerTrainStep.toFixed(0)}; ` +
       `largest history ${result.history.largest?.events} events (${result.history.largest?.type}); env utilization ${(result.window.envUtilization * 100).toFixed(1)} %`
   );
 }

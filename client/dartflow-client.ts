@@ -134,7 +134,7 @@ export class DartflowClient {
   /** Starts a campaign (config validated here first, so a bad field fails before anything starts). */
   async startCampaign(
     config: CampaignConfigInput,
-    opts: { continueAsNewAfterIterations?: number } = {}
+    opts: { continueAsNewAfterIterations?: number; shardContinueAsNewAfterIterations?: number } = {}
   ): Promise<CampaignHandle> {
     // A bad value is a ConfigError naming the field, the value and what is allowed; nothing is started.
     const parsed: CampaignConfig = parseCampaignConfig(config, 'startCampaign config');
@@ -143,7 +143,13 @@ export class DartflowClient {
       const handle = await this.temporal.workflow.start(campaignWorkflow, {
         taskQueue: TASK_QUEUES.orchestrator,
         workflowId: campaignWorkflowId(id),
-        args: [{ config: parsed, continueAsNewAfterIterations: opts.continueAsNewAfterIterations }],
+        args: [
+          {
+            config: parsed,
+            continueAsNewAfterIterations: opts.continueAsNewAfterIterations,
+            shardContinueAsNewAfterIterations: opts.shardContinueAsNewAfterIterations,
+          },
+        ],
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.campaignId, value: id },
           { key: SEARCH_ATTRIBUTES.state, value: 'starting' },

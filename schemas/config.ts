@@ -88,6 +88,12 @@ export const RolloutSchema = z
       .describe(
         "Episodes in flight at once, running or queued in the env workers' slot pools. A task group holds its n episodes until its slowest one ends, so 3–4× the total env slots keeps every slot busy (docs/benchmarks.md, efficiency)."
       ),
+    schedulerShards: posInt
+      .max(64)
+      .default(1)
+      .describe(
+        'Scheduler workflows that start task groups and report them back in batches (1 = the campaign starts every group itself). More when one campaign workflow cannot keep up with thousands of envs: the campaign then pays history per batch, not per group (docs/architecture.md, scheduler shards).'
+      ),
   })
   .describe('Rollout scheduling and DART dynamic rollout number / trajectory length.');
 

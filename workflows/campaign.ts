@@ -21,6 +21,7 @@ import {
   condition,
   continueAsNew,
   executeChild,
+  getExternalWorkflowHandle,
   log,
   ParentClosePolicy,
   patched,
@@ -70,8 +71,12 @@ import { startEval as beginEval, startRollout as beginRollout, tick, type Campai
 import { addVersion } from './logic/lineage';
 import { loadCarriedState, stateBytes, STATE_INLINE_LIMIT_BYTES } from './logic/state-schema';
 import {
+  assignGroupsSignal,
   evalFinishedSignal,
   groupFinishedSignal,
+  groupsFinishedSignal,
+  stopShardSignal,
+  type GroupsFinishedReport,
   injectSuccessUpdate,
   modelRolledOutSignal,
   pauseUpdate,
@@ -88,7 +93,14 @@ import {
 import { evaluateWorkflow } from './evaluate';
 import { modelRolloutWorkflow, type ModelRolloutResult } from './model-rollout';
 import { precollectWorkflow } from './precollect';
-import { groupSummaryOf, isGroupSummary, taskGroupWorkflow, type GroupReported } from './task-group';
+import { rolloutShardWorkflow } from './rollout-shard';
+import {
+  groupSummaryOf,
+  isGroupSummary,
+  taskGroupWorkflow,
+  type GroupReported,
+  type TaskGroupInput,
+} from './task-group';
 import { trainStepWorkflow } from './train-step';
 
 export interface CampaignInput {
@@ -99,6 +111,8 @@ export interface CampaignInput {
   stateRef?: { key: string };
   /** Test hook: continue-as-new after this many loop iterations (in addition to the server's suggestion). */
   continueAsNewAfterIterations?: number;
+  /** Test hook: the same for the scheduler shards (rollout.schedulerShards > 1). */
+  shardContinueAsNewAfterIterations?: number;
 }
 
 export interface CampaignResult {
@@ -132,6 +146,16 @@ const data = dataActivities;
 
 /** How often the campaign refreshes the live policy servers and settles children of earlier runs. */
 const HOUSEKEEPING_MS = 30_000;
+/** Scheduler shards (rollout.schedulerShards > 1) report finished groups at least this often… */
+const SHARD_FLUSH_MS = 1_000;
+/** …or as soon as this many are waiting (a report of 64 group summaries stays far below payload limits). */
+const SHARD_MAX_BATCH = 64;
+/**
+ * A sharded group in flight this long is described (its shard may have died with it queued or running).
+ * Longer than any group's life at OSWorld latency with a 3–4× episode queue; a group still running is
+ * left alone.
+ */
+const SHARDED_GROUP_RECONCILE_AFTER_MS = 15 * 60_000;
 /** Housekeeping's policy-server listing as a regular activity (refreshEndpoints says why). */
 const HOUSEKEEPING_ACTIVITY_PATCH = 'campaign-housekeeping-regular-activity';
 /** A child of an earlier run is described only after it had this long to report by itself. */
@@ -191,6 +215,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
 
   // ---- what children report (by signal, by their result watcher, or through describeChildren) -------
   function onGroupFinished(g: GroupSummary): void {
+    forgetAssignment(g.groupId);
     // Successes the group offered the pool; the pool keeps the newest k per task.
     const k = s.config.curation.precollectSuccessesPerTask;
     const added = Math.min(g.trajectories.filter((t) => !t.injectedFromPool && isSuccessReward(s, t.reward)).length, k);
@@ -204,11 +229,17 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     if (s.inFlight[groupId]) onGroupLost(groupId, 'completed and reported, but its report never arrived');
   }
   function onGroupLost(groupId: string, why: string): void {
+    forgetAssignment(groupId);
     const g = recordGroupLost(s, groupId);
     if (!g) return;
     log.warn('task group ended without reporting; its episodes count as lost', { groupId, why });
     discard(lostGroupDiscards(g));
     wake();
+  }
+  /** A scheduler shard's batch (rollout.schedulerShards > 1): the same as each group reporting by itself. */
+  function onGroupsFinished(r: GroupsFinishedReport): void {
+    for (const g of r.finished) onGroupFinished(g);
+    for (const l of r.lost) onGroupLost(l.groupId, `${l.why} (reported by ${r.shardId})`);
   }
   function onTrainFinished(o: TrainStepOutcome): void {
     const train = s.train;
@@ -256,6 +287,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   setHandler(statusQuery, () => campaignStatus(s));
   setHandler(taskStatsQuery, () => Object.values(s.stats));
   setHandler(groupFinishedSignal, onGroupFinished);
+  setHandler(groupsFinishedSignal, onGroupsFinished);
   setHandler(evalFinishedSignal, onEvalFinished);
   setHandler(modelRolledOutSignal, onRolledOut);
   setHandler(trainStepFinishedSignal, onTrainFinished);
@@ -427,37 +459,142 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     }
   }
 
+  function groupInput(plan: GroupPlan): TaskGroupInput {
+    return {
+      campaignId: s.campaignId,
+      parentWorkflowId: wfId,
+      groupId: plan.groupId,
+      task: plan.task.spec,
+      seed: plan.seed,
+      n: plan.n,
+      maxSteps: plan.maxSteps,
+      policy: {
+        kind: policyKind(),
+        endpoints: s.endpoints.map((e) => e.url),
+        temperature: s.config.rollout.temperature,
+        versionHint: s.policyVersion,
+        options: policyOptions(),
+      },
+      // Look a pooled success up only when the pool holds one for this task (saves a MinIO list and
+      // a local activity per all-failed group while the pool is still empty).
+      experiencePool: s.config.curation.experiencePool && (s.stats[plan.task.id]?.poolSize ?? 0) > 0,
+      poolWanted: plan.poolWanted,
+      successThreshold: s.config.campaign.successThreshold,
+    };
+  }
+
   async function startGroup(plan: GroupPlan): Promise<void> {
     // The group reports by signal; its result is a small ack then (the summary only if the signal failed).
     await startWatched(
       taskGroupWorkflow,
       plan.groupId,
-      [
-        {
-          campaignId: s.campaignId,
-          parentWorkflowId: wfId,
-          groupId: plan.groupId,
-          task: plan.task.spec,
-          seed: plan.seed,
-          n: plan.n,
-          maxSteps: plan.maxSteps,
-          policy: {
-            kind: policyKind(),
-            endpoints: s.endpoints.map((e) => e.url),
-            temperature: s.config.rollout.temperature,
-            versionHint: s.policyVersion,
-            options: policyOptions(),
-          },
-          // Look a pooled success up only when the pool holds one for this task (saves a MinIO list and
-          // a local activity per all-failed group while the pool is still empty).
-          experiencePool: s.config.curation.experiencePool && (s.stats[plan.task.id]?.poolSize ?? 0) > 0,
-          poolWanted: plan.poolWanted,
-          successThreshold: s.config.campaign.successThreshold,
-        },
-      ],
+      [groupInput(plan)],
       (r) => (isGroupSummary(r) ? onGroupFinished(r) : onGroupAcked(r.groupId)),
       (why) => onGroupLost(plan.groupId, why)
     );
+  }
+
+  // ---- scheduler shards (rollout.schedulerShards > 1; workflows/rollout-shard.ts) -----------------------
+  const shardCount = (): number => s.config.rollout.schedulerShards;
+  const shardId = (i: number): string => `${wfId}-shard-${i}`;
+  /** Per shard: started or found running by this run (false: start it before the next assignment). */
+  const shardUp: boolean[] = [];
+  /** Per shard: this run watches its result (a shard found running from an earlier run is described). */
+  const shardWatched: boolean[] = [];
+  let nextShard = 0;
+  /** Which shard each sharded group in flight was assigned to (this run's assignments; not carried). */
+  const assignedTo = new Map<string, number>();
+  /**
+   * Groups of a shard that ended: described at the next housekeeping (a group never started is lost at
+   * once; one that finished while no shard took its report returned its summary as its result).
+   */
+  const suspects = new Set<string>();
+  // Used by onGroupFinished / onGroupLost above, which only run from handlers and watchers (after this
+  // synchronous setup has executed).
+  function forgetAssignment(groupId: string): void {
+    assignedTo.delete(groupId);
+    suspects.delete(groupId);
+  }
+
+  async function startShard(i: number): Promise<void> {
+    try {
+      const handle = await startChild(rolloutShardWorkflow, {
+        workflowId: shardId(i),
+        taskQueue: TASK_QUEUES.orchestrator,
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        args: [
+          {
+            campaignId: s.campaignId,
+            campaignWorkflowId: wfId,
+            flushMs: SHARD_FLUSH_MS,
+            maxBatch: SHARD_MAX_BATCH,
+            continueAsNewAfterIterations: input.shardContinueAsNewAfterIterations,
+          },
+        ],
+      });
+      shardUp[i] = true;
+      shardWatched[i] = true;
+      void handle.result().then(
+        () => shardDown(i, 'completed'),
+        (err: unknown) => shardDown(i, String(err))
+      );
+    } catch (err) {
+      // Started by an earlier run (continue-as-new) and still running: use it, and describe it at housekeeping.
+      if (/already started|AlreadyStarted/i.test(String(err))) {
+        shardUp[i] = true;
+        shardWatched[i] = false;
+      } else
+        log.warn('scheduler shard could not start; retried at the next tick', {
+          shard: shardId(i),
+          error: String(err),
+        });
+    }
+  }
+  function shardDown(i: number, why: string): void {
+    if (!shardUp[i]) return;
+    shardUp[i] = false;
+    for (const [groupId, shard] of assignedTo) if (shard === i) suspects.add(groupId);
+    if (!s.stopRequested) log.warn('scheduler shard ended; starting it again', { shard: shardId(i), why });
+    wake();
+  }
+  async function ensureShards(): Promise<void> {
+    const down = Array.from({ length: shardCount() }, (_, i) => i).filter((i) => !shardUp[i]);
+    await Promise.all(down.map((i) => startShard(i)));
+  }
+  /** Shards of earlier runs cannot be watched from here: ask whether they still run. */
+  async function settleSuspects(): Promise<void> {
+    for (const id of suspects) if (!s.inFlight[id]) suspects.delete(id);
+    if (suspects.size === 0) return;
+    for (const d of await children.describeChildren({ workflowIds: [...suspects] })) {
+      if (d.status !== 'RUNNING') suspects.delete(d.workflowId);
+      settle(d);
+    }
+  }
+  async function checkUnwatchedShards(): Promise<void> {
+    const ids = Array.from({ length: shardCount() }, (_, i) => i).filter((i) => shardUp[i] && !shardWatched[i]);
+    if (ids.length === 0) return;
+    for (const d of await children.describeChildren({ workflowIds: ids.map(shardId) }))
+      if (d.status !== 'RUNNING') shardDown(Number(d.workflowId.slice(d.workflowId.lastIndexOf('-') + 1)), d.status);
+  }
+  /** One assignGroups signal per shard per tick, groups dealt round-robin over the shards. */
+  function assignGroups(plans: GroupPlan[]): Promise<void> {
+    const perShard = new Map<number, GroupPlan[]>();
+    for (const plan of plans) {
+      const i = nextShard++ % shardCount();
+      perShard.set(i, [...(perShard.get(i) ?? []), plan]);
+      assignedTo.set(plan.groupId, i);
+    }
+    return Promise.all(
+      [...perShard].map(async ([i, batch]) => {
+        try {
+          if (!shardUp[i]) throw new Error('the shard is down');
+          await getExternalWorkflowHandle(shardId(i)).signal(assignGroupsSignal, batch.map(groupInput));
+        } catch (err) {
+          shardDown(i, String(err));
+          for (const plan of batch) onGroupLost(plan.groupId, `not assigned to ${shardId(i)}: ${String(err)}`);
+        }
+      })
+    ).then(() => undefined);
   }
 
   async function startTrainStep(a: Extract<CampaignAction, { kind: 'startTrainStep' }>): Promise<void> {
@@ -568,8 +705,10 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   function execute(actions: CampaignAction[]): Promise<void> {
     const starts: Array<Promise<void>> = [];
     for (const a of actions) {
-      if (a.kind === 'startGroups') for (const plan of a.plans) starts.push(startGroup(plan));
-      else if (a.kind === 'startTrainStep' || a.kind === 'dropBatch') {
+      if (a.kind === 'startGroups') {
+        if (shardCount() > 1) starts.push(assignGroups(a.plans));
+        else for (const plan of a.plans) starts.push(startGroup(plan));
+      } else if (a.kind === 'startTrainStep' || a.kind === 'dropBatch') {
         // What the step leaves out of the groups it took (the head is still the step's fromVersion here).
         discard(batchDiscards(a.taken, a.batch, (t) => !isTrainable(s, t)));
         if (a.kind === 'startTrainStep') starts.push(startTrainStep(a));
@@ -628,10 +767,13 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     const now = Date.now();
     const old = (c: { run: number; startedAtMs: number }) =>
       c.run < s.runIndex && now - c.startedAtMs > RECONCILE_AFTER_MS;
+    // Sharded groups are never watched by the campaign: a long-silent one may have died with its shard.
+    const oldGroup = (g: { run: number; startedAtMs: number }) =>
+      old(g) || (shardCount() > 1 && now - g.startedAtMs > SHARDED_GROUP_RECONCILE_AFTER_MS);
     const ids = [
       ...[s.train, s.rollout, s.evaluation].filter((c): c is NonNullable<typeof c> => c !== null && old(c)),
       ...Object.values(s.inFlight)
-        .filter(old)
+        .filter(oldGroup)
         .map((g) => ({ workflowId: g.groupId })),
     ].map((c) => c.workflowId);
     if (ids.length === 0) return;
@@ -654,6 +796,10 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   async function housekeeping(): Promise<void> {
     housekeepingDue = false;
     await refreshEndpoints();
+    if (shardCount() > 1) {
+      await checkUnwatchedShards();
+      await settleSuspects();
+    }
     // Settling children of earlier runs every other period is enough (they usually report by themselves).
     if (housekeepings++ % 2 === 0) await reconcile();
   }
@@ -850,6 +996,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   for (;;) {
     iterations++;
     if (housekeepingDue) await housekeeping();
+    if (shardCount() > 1 && !s.stopRequested) await ensureShards();
     const actions = tick(s, { nowMs: Date.now(), continueAsNewDue: continueAsNewDue(iterations) });
     // Runs recorded before this change awaited their child starts here (test/replay/histories).
     if (patched('campaign-nonblocking-child-starts')) void execute(actions);
@@ -870,6 +1017,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
         config: s.config,
         ...carried,
         continueAsNewAfterIterations: input.continueAsNewAfterIterations,
+        shardContinueAsNewAfterIterations: input.shardContinueAsNewAfterIterations,
       });
     }
     scheduleHousekeeping();
@@ -878,6 +1026,15 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   }
 
   await allStarted();
+  // Scheduler shards drain what they run and end (best effort: one that is gone has nothing to drain).
+  if (shardCount() > 1)
+    await Promise.all(
+      Array.from({ length: shardCount() }, (_, i) =>
+        getExternalWorkflowHandle(shardId(i))
+          .signal(stopShardSignal)
+          .catch(() => undefined)
+      )
+    );
   // Groups still buffered were never trained on: record why, then make sure every record is written.
   discard(groupDiscards(s.buffer, 'stop', 'unused-at-stop'));
   await flushDiscards();

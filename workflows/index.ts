@@ -6,3 +6,4 @@ export { evaluateWorkflow } from './evaluate';
 export { modelRolloutWorkflow } from './model-rollout';
 export { precollectWorkflow } from './precollect';
 export { trainStepWorkflow } from './train-step';
+export { rolloutShardWorkflow } from './rollout-shard';

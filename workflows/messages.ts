@@ -4,6 +4,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { CampaignStatus, EvalPoint, GroupSummary, TaskStats } from '../schemas/campaign';
+import type { TaskGroupInput } from './task-group';
 
 export interface SetConfigInput {
   /** "section.field=value" overrides of live-tunable fields (see LIVE_TUNABLE_FIELDS). */
@@ -36,6 +37,20 @@ export const taskStatsQuery = defineQuery<TaskStats[]>('taskStats');
 
 /** Sent by taskGroupWorkflow children to the campaign (by workflow id, so it reaches the latest run). */
 export const groupFinishedSignal = defineSignal<[GroupSummary]>('groupFinished');
+/**
+ * Scheduler shards (rollout.schedulerShards > 1; workflows/rollout-shard.ts): the campaign assigns a batch of
+ * group starts to a shard, the shard reports finished and lost groups back in batches, and is told to stop
+ * when the campaign ends.
+ */
+export const assignGroupsSignal = defineSignal<[TaskGroupInput[]]>('assignGroups');
+export interface GroupsFinishedReport {
+  shardId: string;
+  finished: GroupSummary[];
+  /** Groups that ended without a summary (failed, terminated, could not start). */
+  lost: Array<{ groupId: string; why: string }>;
+}
+export const groupsFinishedSignal = defineSignal<[GroupsFinishedReport]>('groupsFinished');
+export const stopShardSignal = defineSignal('stopShard');
 /** Sent by evaluateWorkflow children. */
 export const evalFinishedSignal = defineSignal<[EvalPoint]>('evalFinished');
 /** Sent by modelRolloutWorkflow children when a version is served (or rolled back). */
