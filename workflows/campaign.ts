@@ -113,7 +113,23 @@ export interface CampaignInput {
   continueAsNewAfterIterations?: number;
   /** Test hook: the same for the scheduler shards (rollout.schedulerShards > 1). */
   shardContinueAsNewAfterIterations?: number;
+  /**
+   * Reports that reached the previous run after it began to continue-as-new (or before its state was
+   * loaded): applied by this run once its state is ready, so no group, step or evaluation is lost.
+   */
+  lateReports?: LateReport[];
 }
+
+/** A child's report held back while the campaign's state is not live (see CampaignInput.lateReports). */
+export type LateReport =
+  | { kind: 'groupFinished'; summary: GroupSummary }
+  | { kind: 'groupAcked'; groupId: string }
+  | { kind: 'groupLost'; groupId: string; why: string }
+  | { kind: 'trainFinished'; outcome: TrainStepOutcome }
+  | { kind: 'rolledOut'; outcome: RolloutOutcome }
+  | { kind: 'rolloutLost'; version: number; why: string }
+  | { kind: 'evalFinished'; point: EvalPoint }
+  | { kind: 'evalLost'; why: string };
 
 export interface CampaignResult {
   campaignId: string;
@@ -144,6 +160,13 @@ const children = proxyActivities<ReturnType<typeof createChildActivities>>({
 });
 const data = dataActivities;
 
+/**
+ * Runs recorded before this change applied every report at once, also while continuing-as-new (a group that
+ * finished during the last discard flush had its buffer-full discard record dropped: 20 trajectories
+ * unaccounted in the 60-minute point-9 soak) and while a run loaded its state by reference (reports then
+ * went to the placeholder state and were lost).
+ */
+const CARRY_LATE_REPORTS_PATCH = 'campaign-carries-late-reports';
 /** How often the campaign refreshes the live policy servers and settles children of earlier runs. */
 const HOUSEKEEPING_MS = 30_000;
 /** Scheduler shards (rollout.schedulerShards > 1) report finished groups at least this often… */
@@ -177,6 +200,16 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
         initialVersion: 0,
       });
   let ready = input.state !== undefined;
+  const carryLate = patched(CARRY_LATE_REPORTS_PATCH);
+  /** Set once continue-as-new has begun: from then on reports are carried to the next run, not applied. */
+  let closing = false;
+  const late: LateReport[] = [];
+  /** True when the report was held back (the state is not live: loading, or handed to the next run). */
+  const heldBack = (r: LateReport): boolean => {
+    if (!carryLate || (ready && !closing)) return false;
+    late.push(r);
+    return true;
+  };
   let dirty = true;
   const wake = () => {
     dirty = true;
@@ -213,8 +246,23 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     );
   };
 
+  // ---- scheduler-shard bookkeeping the report handlers below touch (declared before any handler is
+  // registered: signals buffered for a new run are delivered the moment their handler is set) -----------
+  /** Which shard each sharded group in flight was assigned to (this run's assignments; not carried). */
+  const assignedTo = new Map<string, number>();
+  /**
+   * Groups of a shard that ended: described at the next housekeeping (a group never started is lost at
+   * once; one that finished while no shard took its report returned its summary as its result).
+   */
+  const suspects = new Set<string>();
+  function forgetAssignment(groupId: string): void {
+    assignedTo.delete(groupId);
+    suspects.delete(groupId);
+  }
+
   // ---- what children report (by signal, by their result watcher, or through describeChildren) -------
   function onGroupFinished(g: GroupSummary): void {
+    if (heldBack({ kind: 'groupFinished', summary: g })) return;
     forgetAssignment(g.groupId);
     // Successes the group offered the pool; the pool keeps the newest k per task.
     const k = s.config.curation.precollectSuccessesPerTask;
@@ -226,9 +274,11 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   }
   /** A group completed saying it signalled its summary: by then the signal has been applied. */
   function onGroupAcked(groupId: string): void {
+    if (heldBack({ kind: 'groupAcked', groupId })) return;
     if (s.inFlight[groupId]) onGroupLost(groupId, 'completed and reported, but its report never arrived');
   }
   function onGroupLost(groupId: string, why: string): void {
+    if (heldBack({ kind: 'groupLost', groupId, why })) return;
     forgetAssignment(groupId);
     const g = recordGroupLost(s, groupId);
     if (!g) return;
@@ -242,6 +292,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     for (const l of r.lost) onGroupLost(l.groupId, `${l.why} (reported by ${r.shardId})`);
   }
   function onTrainFinished(o: TrainStepOutcome): void {
+    if (heldBack({ kind: 'trainFinished', outcome: o })) return;
     const train = s.train;
     if (!train || train.workflowId !== o.workflowId) return; // a duplicate report
     s.train = null;
@@ -255,6 +306,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     wake();
   }
   function onRolledOut(r: RolloutOutcome): void {
+    if (heldBack({ kind: 'rolledOut', outcome: r })) return;
     if (!s.rollout || s.rollout.version !== r.version) return;
     if (applyRolloutOutcome(s, r) === 'rolled-back') {
       log.warn('model rollout rolled back', { version: r.version, trainingFrom: s.policyVersion, reason: r.reason });
@@ -263,6 +315,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     wake();
   }
   function onRolloutLost(version: number, why: string): void {
+    if (heldBack({ kind: 'rolloutLost', version, why })) return;
     if (!s.rollout || s.rollout.version !== version) return;
     // The rollout child ended without a result: what the servers serve is unknown, so roll the head out again.
     log.warn('model rollout ended without reporting; rolling the head out again', { version, why });
@@ -271,16 +324,29 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     wake();
   }
   function onEvalFinished(p: EvalPoint): void {
+    if (heldBack({ kind: 'evalFinished', point: p })) return;
     if (!s.evaluation) return;
     s.evaluation = null;
     recordEval(s, p);
     wake();
   }
   function onEvalLost(why: string): void {
+    if (heldBack({ kind: 'evalLost', why })) return;
     if (!s.evaluation) return;
     log.warn('evaluation ended without reporting', { why });
     s.evaluation = null;
     wake();
+  }
+
+  function applyLate(r: LateReport): void {
+    if (r.kind === 'groupFinished') onGroupFinished(r.summary);
+    else if (r.kind === 'groupAcked') onGroupAcked(r.groupId);
+    else if (r.kind === 'groupLost') onGroupLost(r.groupId, r.why);
+    else if (r.kind === 'trainFinished') onTrainFinished(r.outcome);
+    else if (r.kind === 'rolledOut') onRolledOut(r.outcome);
+    else if (r.kind === 'rolloutLost') onRolloutLost(r.version, r.why);
+    else if (r.kind === 'evalFinished') onEvalFinished(r.point);
+    else onEvalLost(r.why);
   }
 
   // ---- control plane (thin handlers: record the request, wake the loop) -------------------------------
@@ -502,19 +568,6 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   /** Per shard: this run watches its result (a shard found running from an earlier run is described). */
   const shardWatched: boolean[] = [];
   let nextShard = 0;
-  /** Which shard each sharded group in flight was assigned to (this run's assignments; not carried). */
-  const assignedTo = new Map<string, number>();
-  /**
-   * Groups of a shard that ended: described at the next housekeeping (a group never started is lost at
-   * once; one that finished while no shard took its report returned its summary as its result).
-   */
-  const suspects = new Set<string>();
-  // Used by onGroupFinished / onGroupLost above, which only run from handlers and watchers (after this
-  // synchronous setup has executed).
-  function forgetAssignment(groupId: string): void {
-    assignedTo.delete(groupId);
-    suspects.delete(groupId);
-  }
 
   async function startShard(i: number): Promise<void> {
     try {
@@ -950,6 +1003,8 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   } else {
     s.runIndex++;
   }
+  // The state is live now: apply what the previous run handed over, then what came while it loaded.
+  if (carryLate) for (const r of [...(input.lateReports ?? []), ...late.splice(0)]) applyLate(r);
   publish();
 
   const firstRun = s.runIndex === 0 && s.trainSteps === 0;
@@ -1008,6 +1063,9 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       // Children run on and report to the next run by workflow id; their refs travel in the state.
       await allStarted();
       await condition(allHandlersFinished);
+      // From here the state is handed over as it is: reports that come while the discards are written (or
+      // the state is saved) go to the next run instead of changing a state that is already being carried.
+      closing = carryLate;
       await flushDiscards();
       const carried =
         stateBytes(s) > STATE_INLINE_LIMIT_BYTES
@@ -1018,6 +1076,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
         ...carried,
         continueAsNewAfterIterations: input.continueAsNewAfterIterations,
         shardContinueAsNewAfterIterations: input.shardContinueAsNewAfterIterations,
+        ...(carryLate && late.length > 0 ? { lateReports: late } : {}),
       });
     }
     scheduleHousekeeping();

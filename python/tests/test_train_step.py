@@ -176,7 +176,6 @@ def test_config_from_a_validated_trainer_object() -> None:
     with pytest.raises(InvalidTrainInput, match="entropyCoef"):
         TrainConfig.from_trainer({**validate_train_step_input(raw)["trainer"], "entropyCoef": 0.01})
     # RL steps use rlLearningRate when it is set; learningRate stays the behaviour-cloning rate.
-    rl = TrainConfig.from_trainer(
-        validate_train_step_input({**raw, "trainer": {**raw["trainer"], "rlLearningRate": 5e-7}})["trainer"]
-    )
+    trainer = {"learningRate": 1e-6, "rlLearningRate": 5e-7}
+    rl = TrainConfig.from_trainer(validate_train_step_input({**raw, "trainer": trainer})["trainer"])
     assert rl.learning_rate == 5e-7
