@@ -45,7 +45,8 @@ export interface CampaignListEntry {
 }
 
 /** How often an Update refused at a continue-as-new boundary is sent again (to the next run). */
-const UPDATE_TRIES = 5;
+/** Sends of one Update at a run boundary; with the backoff below ≈ 15 s in all (a loaded worker's task may time out twice). */
+const UPDATE_TRIES = 12;
 
 /**
  * An Update that reaches the campaign while its run continues-as-new, or while the workflow task that
@@ -115,7 +116,7 @@ export class CampaignHandle {
         return await send(updateId);
       } catch (err) {
         if (attempt >= UPDATE_TRIES || !isRunBoundaryRefusal(err)) throw err;
-        await delay(250 * attempt);
+        await delay(Math.min(250 * attempt, 2_000));
       }
     }
   }
