@@ -4,6 +4,7 @@
  */
 import { proxyActivities, proxyLocalActivities, type ActivityOptions } from '@temporalio/workflow';
 import type { createCampaignDataActivities } from '../activities/data/campaign-data';
+import type { createChildActivities } from '../activities/data/children';
 import type { EnvActivities } from '../activities/env/run-episode';
 import type { createTrainerActivities } from '../activities/trainer/train-step';
 import { TASK_QUEUES } from '../schemas/task-queues';
@@ -81,3 +82,11 @@ export function trainerActivitiesOn(taskQueue: string | undefined): TrainerActiv
 /** The trainer queue of a campaign's policy kind: the Python VLM trainer's for `vlm`, else the TypeScript one's. */
 export const trainerQueueOf = (policyKind: string): string =>
   policyKind === 'vlm' ? TASK_QUEUES.trainerVlm : TASK_QUEUES.trainer;
+
+/** describeChildren: what became of children a campaign or scheduler shard can no longer watch. */
+export const childActivities = proxyActivities<ReturnType<typeof createChildActivities>>({
+  taskQueue: TASK_QUEUES.orchestrator,
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
+});

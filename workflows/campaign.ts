@@ -34,11 +34,17 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { createCampaignSetupActivities } from '../activities/data/campaign-setup';
-import type { ChildDescription, createChildActivities } from '../activities/data/children';
+import type { ChildDescription } from '../activities/data/children';
 import { CampaignConfigSchema, type CampaignConfigInput } from '../schemas/config';
 import { SEARCH_ATTRIBUTES } from '../schemas/search-attributes';
 import { TASK_QUEUES } from '../schemas/task-queues';
-import { dataActivities, dataLocalActivities, trainerActivitiesOn, trainerQueueOf } from './activity-proxies';
+import {
+  childActivities,
+  dataActivities,
+  dataLocalActivities,
+  trainerActivitiesOn,
+  trainerQueueOf,
+} from './activity-proxies';
 import type { EvalPoint, GroupSummary } from '../schemas/campaign';
 import { applyLiveOverrides } from './logic/live-config';
 import {
@@ -152,12 +158,7 @@ const setup = proxyActivities<ReturnType<typeof createCampaignSetupActivities>>(
     nonRetryableErrorTypes: ['TaskConfigError', 'ConfigError'],
   },
 });
-const children = proxyActivities<ReturnType<typeof createChildActivities>>({
-  taskQueue: TASK_QUEUES.orchestrator,
-  startToCloseTimeout: '2 minutes',
-  heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
-});
+const children = childActivities;
 const data = dataActivities;
 
 /**

@@ -21,15 +21,15 @@ import {
   getExternalWorkflowHandle,
   log,
   ParentClosePolicy,
-  proxyActivities,
   setHandler,
   sleep,
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ChildDescription, createChildActivities } from '../activities/data/children';
+import type { ChildDescription } from '../activities/data/children';
 import type { GroupSummary } from '../schemas/campaign';
 import { TASK_QUEUES } from '../schemas/task-queues';
+import { childActivities } from './activity-proxies';
 import {
   assignGroupsSignal,
   groupFinishedSignal,
@@ -70,12 +70,7 @@ export interface RolloutShardResult {
   runIndex: number;
 }
 
-const children = proxyActivities<ReturnType<typeof createChildActivities>>({
-  taskQueue: TASK_QUEUES.orchestrator,
-  startToCloseTimeout: '2 minutes',
-  heartbeatTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 10 },
-});
+const children = childActivities;
 
 /** Children of an earlier run that have not reported after this long are described (they may have ended). */
 const RECONCILE_AFTER_MS = 60_000;
