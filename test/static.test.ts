@@ -1,40 +1,99 @@
-/** Static checks as tests so CI enforces them: strict typecheck and lint (no-floating-promises, workflow import bans). */
+/**
+ * Static checks as tests so CI enforces them: strict typecheck and lint (no-floating-promises, workflow import
+ * bans). tsc and eslint are single-threaded and independent, so both start when this file loads and run side
+ * by side on two cores; one eslint pass over the project also lints a probe file that must break the workflow
+ * import ban (a type-aware eslint run costs about a minute, so the probe does not get a run of its own).
+ */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 
 const root = path.resolve(__dirname, '..');
 const bin = (name: string) => path.join(root, 'node_modules', '.bin', name);
 
-test('tsc --noEmit passes (strict, noUncheckedIndexedAccess)', () => {
-  const r = spawnSync(bin('tsc'), ['--noEmit', '-p', root], { cwd: root, encoding: 'utf8' });
-  assert.equal(r.status, 0, `tsc errors:\n${r.stdout}${r.stderr}`);
-});
+interface Finished {
+  status: number | null;
+  output: string;
+}
 
-test('eslint passes', () => {
-  const r = spawnSync(bin('eslint'), ['.'], { cwd: root, encoding: 'utf8' });
-  assert.equal(r.status, 0, `eslint errors:\n${r.stdout}${r.stderr}`);
-});
+function run(cmd: string, args: string[]): Promise<Finished> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, output }));
+  });
+}
 
-test('the lint rule keeps Node modules, onnxruntime and minio out of workflow files', () => {
-  // A real file (the type-aware parser only lints files on disk), removed again in every case.
-  const probeFile = path.join(root, 'workflows', '__lint_probe__.ts');
-  const probe =
-    "import fs from 'node:fs';\nimport * as ort from 'onnxruntime-node';\nimport { Client } from 'minio';\nexport const x = [fs, ort, Client];\n";
-  fs.writeFileSync(probeFile, probe);
+// A real file (the type-aware parser only lints files on disk) that imports what workflow files must not.
+const probeFile = path.join(root, 'workflows', '__lint_probe__.ts');
+const probeRelative = path.relative(root, probeFile);
+fs.writeFileSync(
+  probeFile,
+  "import fs from 'node:fs';\nimport * as ort from 'onnxruntime-node';\nimport { Client } from 'minio';\nexport const probe = [fs, ort, Client];\n"
+);
+const removeProbe = () => fs.rmSync(probeFile, { force: true });
+process.on('exit', removeProbe);
+
+// tsc reads its file list from tsconfig.json; the probe is valid TypeScript, so it cannot fail tsc.
+const tsc = run(bin('tsc'), ['--noEmit', '-p', root]);
+const eslint = run(bin('eslint'), ['--format', 'json', '.']).finally(removeProbe);
+
+after(removeProbe);
+
+interface LintMessage {
+  ruleId: string | null;
+  /** 1 = warning, 2 = error; eslint's exit code counts errors only. */
+  severity: number;
+  message: string;
+  line: number;
+}
+interface LintResult {
+  filePath: string;
+  messages: LintMessage[];
+}
+
+async function lintResults(): Promise<LintResult[]> {
+  const r = await eslint;
+  const start = r.output.indexOf('[');
   try {
-    const r = spawnSync(bin('eslint'), [probeFile], { cwd: root, encoding: 'utf8' });
-    assert.notEqual(r.status, 0, 'the probe must fail lint');
-    const restricted = r.stdout.split('\n').filter((l) => l.includes('no-restricted-imports'));
-    assert.equal(restricted.length, 3, `one error per forbidden import:\n${r.stdout}`);
-    for (const what of ['node:fs', 'onnxruntime-node', 'minio'])
-      assert.ok(
-        restricted.some((l) => l.includes(`'${what}'`)),
-        what
-      );
-  } finally {
-    fs.rmSync(probeFile, { force: true });
+    return JSON.parse(r.output.slice(start)) as LintResult[];
+  } catch {
+    throw new Error(`eslint printed no JSON report (exit ${r.status}):\n${r.output.slice(0, 5000)}`);
   }
+}
+
+test('tsc --noEmit passes (strict, noUncheckedIndexedAccess)', async () => {
+  const r = await tsc;
+  assert.equal(r.status, 0, `tsc errors:\n${r.output}`);
+});
+
+test('eslint passes', async () => {
+  const results = await lintResults();
+  const problems = results
+    .filter((f) => path.relative(root, f.filePath) !== probeRelative)
+    .flatMap((f) =>
+      f.messages
+        .filter((m) => m.severity === 2)
+        .map((m) => `${path.relative(root, f.filePath)}:${m.line} ${m.ruleId ?? ''} ${m.message}`)
+    );
+  assert.deepEqual(problems, [], `eslint errors:\n${problems.join('\n')}`);
+  assert.ok(results.length > 100, `eslint linted the project (${results.length} files)`);
+});
+
+test('the lint rule keeps Node modules, onnxruntime and minio out of workflow files', async () => {
+  const results = await lintResults();
+  const probe = results.find((f) => path.relative(root, f.filePath) === probeRelative);
+  assert.ok(probe, 'eslint linted the probe file');
+  const restricted = probe.messages.filter((m) => m.ruleId === 'no-restricted-imports');
+  assert.equal(restricted.length, 3, `one error per forbidden import:\n${JSON.stringify(probe.messages, null, 1)}`);
+  for (const what of ['node:fs', 'onnxruntime-node', 'minio'])
+    assert.ok(
+      restricted.some((m) => m.message.includes(`'${what}'`)),
+      what
+    );
 });

@@ -63,13 +63,13 @@ after(async () => {
 let campaign: CampaignHandle;
 const campaignId = `itest-${uniqueSuffix()}`;
 
-test('a campaign learns, continues-as-new, obeys pause/resume/setConfig and survives kill -9 of env worker and trainer', async () => {
+test('a campaign learns, continues-as-new, obeys pause/resume/setConfig and survives kill -9 of env worker and trainer', async (t) => {
   campaign = await client.startCampaign(
     {
       campaign: { id: campaignId, suite: 'quickstart', maxTrainSteps: 8 },
       rollout: { envConcurrency: 8, maxSteps: 4 },
       policy: { bcWarmStartEpisodes: 48, bcEpochs: 10 },
-      trainer: { learningRate: 3e-3, klBeta: 0, minGroups: 2, maxGroups: 4, epochs: 2 },
+      trainer: { learningRate: 3e-3, rlLearningRate: 1e-3, klBeta: 0, minGroups: 2, maxGroups: 4, epochs: 2 },
       eval: { everyVersions: 4, episodesPerTask: 10, gateEveryVersions: 0 },
     },
     { continueAsNewAfterIterations: 6 }
@@ -116,6 +116,7 @@ test('a campaign learns, continues-as-new, obeys pause/resume/setConfig and surv
   assert.ok(result.trainSteps >= 8, `train steps ${result.trainSteps}`);
   const first = result.evals[0]!;
   const last = result.finalEval!;
+  t.diagnostic(`evals: ${result.evals.map((e) => `v${e.version} ${e.successRate} ${JSON.stringify(e.perFamily)}`).join(' | ')}`);
   assert.ok(last.successRate > first.successRate + 0.2, `success rose: ${first.successRate} → ${last.successRate}`);
 
   // continue-as-new happened and the state carried over (counters kept growing across runs)

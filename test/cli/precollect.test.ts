@@ -223,11 +223,21 @@ describe('dartflow precollect --policy uitars-oracle --policy-options', () => {
       { args: ['--policy', 'vlm'], says: [/--policy must be embedded, oracle, uitars, uitars-oracle, got "vlm"/] },
     ];
     const campaignId = `cli-pre-bad-${uniqueSuffix()}`;
-    for (const c of cases) {
-      const r = await dartflow(['precollect', campaignId, '--suite', 'quickstart', '--k', '1', ...c.args]);
+    // Independent CLI processes (each mostly tsx start-up): two at a time keep both cores busy.
+    const outcomes: Array<{ code: number | null; out: string }> = [];
+    for (let i = 0; i < cases.length; i += 2)
+      outcomes.push(
+        ...(await Promise.all(
+          cases
+            .slice(i, i + 2)
+            .map((c) => dartflow(['precollect', campaignId, '--suite', 'quickstart', '--k', '1', ...c.args]))
+        ))
+      );
+    cases.forEach((c, i) => {
+      const r = outcomes[i]!;
       assert.equal(r.code, 1, `${c.args.join(' ')}: refused\n${r.out}`);
       for (const re of c.says) assert.match(r.out, re, c.args.join(' '));
-    }
+    });
     assert.deepEqual(await store.list(`campaigns/${campaignId}/`), [], 'nothing ran');
   });
 });

@@ -1,12 +1,14 @@
 /**
  * dartflow's VLM Python code under `npm test`: the VLM venv matches the lock, pytest (python/tests: tiny
- * model builder, scorer), ruff (lint + format) and mypy (strict) pass on python/dartflow_vlm and its tests. Each tool runs in the VLM venv
- * with python/pyproject.toml's settings. Skips when the venv is not installed.
+ * model builder, scorer, trainer, worker), ruff (lint + format) and mypy (strict) pass on python/dartflow_vlm
+ * and its tests. Each tool runs in the VLM venv with python/pyproject.toml's settings. pytest and mypy are
+ * independent and take minutes each, so they run side by side (mypy is single-threaded). Skips when the venv
+ * is not installed.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { PROJECT_ROOT } from '../../infra/settings';
 import { PYTHON, SKIP_REASON } from './helpers';
 
@@ -14,40 +16,59 @@ const PY_DIR = path.join(PROJECT_ROOT, 'python');
 // The VLM package and its tests; python/ also holds other packages with venvs and checks of their own.
 const VLM_PATHS = ['dartflow_vlm', 'tests'];
 
-function run(cmd: string, args: string[], cwd = PY_DIR, timeoutMs = 600_000): { ok: boolean; output: string } {
-  const r = spawnSync(cmd, args, {
-    cwd,
-    encoding: 'utf8',
-    timeout: timeoutMs,
-    env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' },
+interface Finished {
+  ok: boolean;
+  output: string;
+}
+
+function run(cmd: string, args: string[], cwd = PY_DIR, timeoutMs = 600_000): Promise<Finished> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, {
+      cwd,
+      timeout: timeoutMs,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' },
+    });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.on('error', (err) => resolve({ ok: false, output: `${output}${String(err)}` }));
+    child.on('close', (code, signal) =>
+      resolve({ ok: code === 0, output: code === 0 ? output : `${output}\nexited ${code ?? signal}` })
+    );
   });
-  const output = `${r.stdout}${r.stderr}${r.error ? String(r.error) : ''}`;
-  return { ok: r.status === 0, output };
 }
 
 describe('Python (python/, VLM venv)', { skip: SKIP_REASON }, () => {
   const py = PYTHON ?? 'python3';
+  let pytest: Promise<Finished>;
+  let mypy: Promise<Finished>;
 
-  it('the venv matches python/requirements-vlm.lock', () => {
-    const r = run('bash', [path.join(PROJECT_ROOT, 'infra', 'install-vlm.sh'), '--check'], PROJECT_ROOT, 30_000);
+  before(() => {
+    pytest = run(py, ['-m', 'pytest', '-q'], PY_DIR, 1_200_000);
+    mypy = run(py, ['-m', 'mypy']);
+  });
+
+  it('the venv matches python/requirements-vlm.lock', async () => {
+    const r = await run('bash', [path.join(PROJECT_ROOT, 'infra', 'install-vlm.sh'), '--check'], PROJECT_ROOT, 60_000);
     assert.ok(r.ok, r.output);
   });
 
-  it('pytest python/tests passes', () => {
-    const r = run(py, ['-m', 'pytest', '-q'], PY_DIR, 1_200_000);
+  it('pytest python/tests passes', async () => {
+    const r = await pytest;
     assert.ok(r.ok, r.output.slice(-5000));
     assert.match(r.output, /\d+ passed/);
   });
 
-  it('ruff: lint and format', () => {
-    const lint = run(py, ['-m', 'ruff', 'check', ...VLM_PATHS]);
+  it('ruff: lint and format', async () => {
+    const lint = await run(py, ['-m', 'ruff', 'check', ...VLM_PATHS]);
     assert.ok(lint.ok, lint.output);
-    const format = run(py, ['-m', 'ruff', 'format', '--check', ...VLM_PATHS]);
+    const format = await run(py, ['-m', 'ruff', 'format', '--check', ...VLM_PATHS]);
     assert.ok(format.ok, format.output);
   });
 
-  it('mypy --strict', () => {
-    const r = run(py, ['-m', 'mypy']);
+  it('mypy --strict', async () => {
+    const r = await mypy;
     assert.ok(r.ok, r.output.slice(-5000));
   });
 });
