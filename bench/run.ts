@@ -10,14 +10,15 @@ import { benchChaos } from './chaos';
 import { benchControlPlane } from './control-plane';
 import { benchEfficiency } from './efficiency';
 import { benchLearning } from './learning';
-import { benchOutDir, setBenchPublish, shownPath } from './lib/output';
+import { NOTHING_WRITTEN, benchOutDir, setBenchPublish, shownPath } from './lib/output';
 import { splitPublishFlag } from './lib/output-dir';
 import { benchOverhead } from './overhead';
 import { benchQuickstart } from './quickstart';
 import { benchScale } from './scale';
 import { benchSoak } from './soak';
 
-const SUITES: Record<string, (args: string[]) => Promise<void>> = {
+// A suite resolves with NOTHING_WRITTEN when this run wrote no results (e.g. one segment of a soak).
+const SUITES: Record<string, (args: string[]) => Promise<void | typeof NOTHING_WRITTEN>> = {
   learning: benchLearning,
   quickstart: benchQuickstart,
   ablation: benchAblation,
@@ -51,8 +52,9 @@ async function main(): Promise<number> {
   setBenchPublish(publish);
   const infra = await ensureInfraSession({ quiet: true });
   try {
-    await run(args);
-    console.log(`[bench] results in ${shownPath(benchOutDir())}${publish ? ' (published)' : ''}`);
+    if ((await run(args)) === NOTHING_WRITTEN)
+      console.log('[bench] no results written by this run (a later one writes them)');
+    else console.log(`[bench] results in ${shownPath(benchOutDir())}${publish ? ' (published)' : ''}`);
   } finally {
     const stopped = await infra.stopStartedHere();
     if (stopped.length) console.log(`[bench] stopped the servers this run started: ${stopped.join(', ')}`);

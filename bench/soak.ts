@@ -44,7 +44,7 @@ import { ensureInfra } from '../scripts/ensure-infra';
 import { ObjectStore } from '../storage/object-store';
 import type { CampaignResult } from '../workflows/campaign';
 import { benchSuffix, startBenchCluster } from './lib/bench-cluster';
-import { benchOutFile, setBenchPublish, shownPath } from './lib/output';
+import { NOTHING_WRITTEN, benchOutFile, setBenchPublish, shownPath } from './lib/output';
 import { splitPublishFlag } from './lib/output-dir';
 import { runsInOrder } from './lib/history-stats';
 import { collectSoakEvidence, type SoakEvidence } from './lib/soak-evidence';
@@ -734,7 +734,7 @@ export function soakSummary(r: SoakReport): string {
   ].join('\n');
 }
 
-export async function benchSoak(argv: string[]): Promise<void> {
+export async function benchSoak(argv: string[]): Promise<void | typeof NOTHING_WRITTEN> {
   ignoreLateRetriesOfClosedChannels();
   const keepData = argv.includes('--keep-data');
   const args = argv.filter((a) => a !== '--keep-data');
@@ -777,7 +777,7 @@ export async function benchSoak(argv: string[]): Promise<void> {
   if (values['segment-minutes'] && !values['state-dir'] && !values.resume)
     throw new Error('--segment-minutes needs --state-dir <dir> (where the soak keeps what a resume needs)');
   const report = scenario === 'faults' ? await soakFaults(values, args, log) : await soakPoint9(values, args, log);
-  if (!report) return; // a segment of a faults soak ended; --resume goes on
+  if (!report) return NOTHING_WRITTEN; // a segment of a faults soak ended; --resume goes on
   const out = benchOutFile('soak.json');
   const previous = fs.existsSync(out) ? (JSON.parse(fs.readFileSync(out, 'utf8')) as Record<string, unknown>) : {};
   fs.writeFileSync(out, `${JSON.stringify({ ...previous, suite: 'soak', [scenario]: report }, null, 2)}\n`);

@@ -40,3 +40,6 @@ export function shownPath(file: string): string {
   const rel = path.relative(PROJECT_ROOT, file);
   return rel.startsWith('..') ? file : rel;
 }
+
+/** What a suite returns when this run wrote no results (a segment of a longer run: a later one writes them). */
+export const NOTHING_WRITTEN = Symbol('nothing written');
