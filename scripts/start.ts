@@ -55,7 +55,7 @@ async function main(): Promise<void> {
   for (const line of breakdownLines(config, breakdown)) console.log(line);
   console.log(`            infra failures ${result.infraFailures} (never recorded as reward)`);
   console.log(
-    `wall time:  total ${((Date.now() - started) / 60_000).toFixed(1)} min with infrastructure start (this machine is shared: ${os.loadavg()[0]!.toFixed(1)} load average on ${os.cpus().length} cores at the end)`
+    `wall time:  total ${((Date.now() - started) / 60_000).toFixed(1)} min with infrastructure start (load average ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} cores at the end, this run included)`
   );
   console.log(`Temporal UI: ${uiLink}`);
   console.log(
