@@ -44,8 +44,10 @@ export interface CampaignListEntry {
   startTime: Date;
 }
 
-/** How often an Update refused at a continue-as-new boundary is sent again (to the next run). */
-/** Sends of one Update at a run boundary; with the backoff below ≈ 15 s in all (a loaded worker's task may time out twice). */
+/**
+ * How often an Update refused at a continue-as-new boundary is sent (again to the next run): with the backoff
+ * below ≈ 15 s in all, since a loaded worker's workflow task may time out twice at the boundary.
+ */
 const UPDATE_TRIES = 12;
 
 /**

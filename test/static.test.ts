@@ -5,29 +5,15 @@
  * import ban (a type-aware eslint run costs about a minute, so the probe does not get a run of its own).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
+import { runProcess } from './helpers/run-process';
 
 const root = path.resolve(__dirname, '..');
 const bin = (name: string) => path.join(root, 'node_modules', '.bin', name);
 
-interface Finished {
-  status: number | null;
-  output: string;
-}
-
-function run(cmd: string, args: string[]): Promise<Finished> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, output }));
-  });
-}
+const run = (cmd: string, args: string[]) => runProcess(cmd, args, { cwd: root });
 
 // A real file (the type-aware parser only lints files on disk) that imports what workflow files must not.
 const probeFile = path.join(root, 'workflows', '__lint_probe__.ts');
@@ -42,8 +28,6 @@ process.on('exit', removeProbe);
 // tsc reads its file list from tsconfig.json; the probe is valid TypeScript, so it cannot fail tsc.
 const tsc = run(bin('tsc'), ['--noEmit', '-p', root]);
 const eslint = run(bin('eslint'), ['--format', 'json', '.']).finally(removeProbe);
-
-after(removeProbe);
 
 interface LintMessage {
   ruleId: string | null;
@@ -63,13 +47,13 @@ async function lintResults(): Promise<LintResult[]> {
   try {
     return JSON.parse(r.output.slice(start)) as LintResult[];
   } catch {
-    throw new Error(`eslint printed no JSON report (exit ${r.status}):\n${r.output.slice(0, 5000)}`);
+    throw new Error(`eslint printed no JSON report (exit ${r.code}):\n${r.output.slice(0, 5000)}`);
   }
 }
 
 test('tsc --noEmit passes (strict, noUncheckedIndexedAccess)', async () => {
   const r = await tsc;
-  assert.equal(r.status, 0, `tsc errors:\n${r.output}`);
+  assert.equal(r.code, 0, `tsc errors:\n${r.output}`);
 });
 
 test('eslint passes', async () => {

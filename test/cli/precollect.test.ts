@@ -25,6 +25,7 @@ import type { ObjectStore } from '../../storage/object-store';
 import { loadSuite } from '../../tasks/loader';
 import { PromptRecordSchema } from '../../vlm/prompt-record';
 import { freshBucket, testSettings, uniqueSuffix } from '../helpers/infra';
+import { runProcess } from '../helpers/run-process';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const BIN = path.join(PROJECT_ROOT, 'bin', 'dartflow.js');
@@ -49,15 +50,10 @@ function cliEnv(): NodeJS.ProcessEnv {
 
 /** Runs `dartflow <args>` to its end: exit code and everything it printed. */
 function dartflow(args: string[]): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    cwd: PROJECT_ROOT,
-    env: cliEnv(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, out })));
+  return runProcess(process.execPath, [BIN, ...args], { cwd: PROJECT_ROOT, env: cliEnv() }).then((r) => ({
+    code: r.code,
+    out: r.output,
+  }));
 }
 
 /** Width and height from a `data:image/png;base64,…` URL (the PNG header's IHDR). */

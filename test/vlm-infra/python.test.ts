@@ -6,10 +6,10 @@
  * is not installed.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
 import { PROJECT_ROOT } from '../../infra/settings';
+import { runProcess } from '../helpers/run-process';
 import { PYTHON, SKIP_REASON } from './helpers';
 
 const PY_DIR = path.join(PROJECT_ROOT, 'python');
@@ -21,22 +21,10 @@ interface Finished {
   output: string;
 }
 
-function run(cmd: string, args: string[], cwd = PY_DIR, timeoutMs = 600_000): Promise<Finished> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, {
-      cwd,
-      timeout: timeoutMs,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' },
-    });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    child.on('error', (err) => resolve({ ok: false, output: `${output}${String(err)}` }));
-    child.on('close', (code, signal) =>
-      resolve({ ok: code === 0, output: code === 0 ? output : `${output}\nexited ${code ?? signal}` })
-    );
-  });
+async function run(cmd: string, args: string[], cwd = PY_DIR, timeoutMs = 600_000): Promise<Finished> {
+  const env = { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' };
+  const r = await runProcess(cmd, args, { cwd, env, timeoutMs });
+  return { ok: r.code === 0, output: r.code === 0 ? r.output : `${r.output}\nexited ${r.code ?? 'without a code'}` };
 }
 
 describe('Python (python/, VLM venv)', { skip: SKIP_REASON }, () => {
