@@ -124,6 +124,9 @@ export interface TemporalDevServerOptions {
   extraArgs?: string[];
 }
 
+/** SQLite settings of the dev server's history database (see startTemporalDevServer). */
+export const SQLITE_PRAGMAS = ['journal_mode=wal', 'synchronous=normal'] as const;
+
 /** Starts (or reuses) a Temporal dev server with persistent SQLite history and the Web UI. */
 export async function startTemporalDevServer(
   settings: InfraSettings,
@@ -149,6 +152,11 @@ export async function startTemporalDevServer(
     String(opts.uiPort),
     '--db-filename',
     opts.dbFile,
+    // SQLite's defaults (rollback journal, synchronous=FULL) fsync every commit twice: at hundreds of episodes
+    // per second that disk wait, not CPU, capped the dev server (docs/benchmarks.md, "Scale"). WAL with
+    // synchronous=NORMAL keeps every commit across a crash or kill -9 of the server; only an OS crash or power
+    // loss can lose the last commits (the database stays consistent). sqlite.org/wal.html
+    ...SQLITE_PRAGMAS.flatMap((p) => ['--sqlite-pragma', p]),
     '--namespace',
     opts.namespace,
     '--log-level',

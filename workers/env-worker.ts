@@ -67,6 +67,15 @@ export async function createEnvWorker(opts: EnvWorkerOptions = {}): Promise<EnvW
       policies: envMetrics ? envMetrics.wrapPolicies(policies) : policies,
     }),
     maxConcurrentActivityTaskExecutions: pool.slots,
+    // The SDK's default is at most 10 open polls: with hundreds of slots a poll round trip on a busy machine
+    // capped how fast freed slots got their next episode (slots sat idle beside a backlog; docs/benchmarks.md,
+    // "Scale"). Autoscaling polls follow the server's backlog hints, up to one poll per free slot.
+    activityTaskPollerBehavior: {
+      type: 'autoscaling',
+      minimum: 1,
+      initial: Math.min(10, pool.slots),
+      maximum: Math.max(1, Math.min(100, pool.slots)),
+    },
     interceptors: withMetrics(payloadGuardInterceptors(), opts.metrics),
     // An episode in flight finishes on SIGTERM (a kill -9 is covered by retries on a fresh env).
     shutdownGraceTime: '1 minute',
@@ -94,7 +103,16 @@ async function main(): Promise<void> {
   // First: it installs the Temporal Runtime with its metrics exporter (docs/metrics.md).
   const metrics = await startWorkerMetrics('env');
   const handle = await createEnvWorker(metrics ? { metrics } : {});
-  exitWithParent(() => handle.shutdown());
+  let parentGone = false;
+  exitWithParent(() => {
+    parentGone = true;
+    handle.shutdown();
+  });
+  // The parent died while this role was starting: close the env pool instead of polling for nobody.
+  if (parentGone) {
+    await handle.pool.close();
+    process.exit(0);
+  }
   const s = handle.pool.stats();
   console.log(`[env-worker] ${s.slots} ${s.kind} env slots on task queue "${ENV_TASK_QUEUE}"`);
   process.once('SIGINT', () => handle.shutdown());

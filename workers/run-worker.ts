@@ -14,9 +14,14 @@ export function runWorkerMain(
     // First: it installs the Temporal Runtime with its metrics exporter (docs/metrics.md).
     const metrics = await startWorkerMetrics(role);
     const worker = await create(loadInfraSettings(), metrics);
+    let parentGone = false;
     exitWithParent(() => {
+      parentGone = true;
       if (worker.getState() === 'RUNNING') worker.shutdown();
     });
+    // The parent died while this role was starting (a created worker is not RUNNING yet, so there is nothing
+    // to shut down): do not start polling for a parent that is gone.
+    if (parentGone) process.exit(0);
     console.log(`[${role}] polling task queue "${taskQueue}"`);
     await worker.run();
   };

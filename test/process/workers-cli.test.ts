@@ -234,3 +234,27 @@ for (const { signal, how, via } of SCENARIOS) {
     else assert.deepEqual(exit, { code: 0, signal: null }, `the CLI stops cleanly on ${signal}:\n${output()}`);
   });
 }
+
+test('kill -9 of the workers CLI while its roles are still starting: they exit without polling, well before the 90 s grace', async (t) => {
+  const { cli, dataDir, output } = await startWorkersCli('sigkill-starting', 'bin');
+  t.after(() => {
+    for (const p of processesOf(dataDir)) killQuietly(p.pid);
+  });
+  const roles = ['orchestrator-worker', 'env-worker', 'trainer-worker'];
+  // As soon as the role processes exist, before any is ready (the orchestrator bundles its workflows first).
+  await waitFor(
+    'the role processes to start',
+    () => roles.every((role) => processesOf(dataDir).some((p) => p.cmd.includes(`workers/${role}.ts`))),
+    120_000
+  );
+  const notReadyYet = READY.filter((line) => !output().includes(line));
+  assert.ok(notReadyYet.length > 0, `some role is still starting when the CLI is killed:\n${output()}`);
+  const running = processesOf(dataDir);
+  process.kill(cli.pid!, 'SIGKILL');
+  const left = () => [...stillRunning(running, dataDir), ...processesOf(dataDir)];
+  // A role that learns of its parent's death while starting used to start polling anyway and linger until
+  // the 90 s grace timer; it must now exit as soon as it is created.
+  await waitFor('every process of the run to exit', () => left().length === 0, 60_000).catch((err: Error) => {
+    throw new Error(`${err.message}; left:\n${show(left())}\n--- CLI output ---\n${output()}`);
+  });
+});
