@@ -237,9 +237,9 @@ export async function replotDir(dir: string, chromium = loadInfraSettings().chro
     return [file];
   });
   await attempt('scale.json', async () => {
-    const { scaleChart } = await import('./scale');
+    const [{ scaleChart }, { readScalePoints }] = await Promise.all([import('./scale'), import('./lib/scale-points')]);
     const file = path.join(dir, 'scale.png');
-    await scaleChart(json<{ points: Parameters<typeof scaleChart>[0] }>('scale.json')!.points, file);
+    await scaleChart(readScalePoints(path.join(dir, 'scale.json')), file);
     return [file];
   });
   await attempt('policy-throughput.json', async () => [policyThroughputChart(dir)]);

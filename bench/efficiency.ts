@@ -34,6 +34,8 @@ export interface EfficiencySettings {
   /** Episodes the campaign keeps in flight (rollout.envConcurrency). */
   envConcurrency: number;
   suite: string;
+  /** rollout.schedulerShards (default 1: the campaign workflow starts every group itself). */
+  schedulerShards?: number;
 }
 
 export interface ModeResult {
@@ -62,7 +64,7 @@ export function campaignConfig(
 ): CampaignConfigInput & { campaign: { id: string } } {
   return {
     campaign: { id, suite: s.suite, mode, maxTrainSteps: 10_000 },
-    rollout: { envConcurrency: s.envConcurrency, nMax: 8 },
+    rollout: { envConcurrency: s.envConcurrency, nMax: 8, schedulerShards: s.schedulerShards ?? 1 },
     // DART: 6–8 task groups of 8 per train step [§4.9]; a DART-sized step time (scaled).
     trainer: { minGroups: 6, maxGroups: 8, simulatedStepSeconds: s.trainSeconds },
     env: {

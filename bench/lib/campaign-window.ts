@@ -1,7 +1,8 @@
 /**
  * Runs one campaign on a bench cluster for a fixed measurement window and reads back what it recorded:
- * the window opens when the first rollout episode leases an env and closes when the bench asks the
- * campaign to stop (graceful: in-flight work drains, then a final evaluation).
+ * the window opens when the first rollout episode leases an env (or `warmupSeconds` later, to measure the
+ * steady state without the ramp-up) and closes when the bench asks the campaign to stop (graceful: in-flight
+ * work drains, then a final evaluation).
  */
 import type { CampaignConfigInput } from '../../schemas/config';
 import type { CampaignStatus } from '../../schemas/campaign';
@@ -36,7 +37,7 @@ export function rolePids(cluster: BenchCluster): Record<string, number | undefin
 export async function runCampaignWindow(
   cluster: BenchCluster,
   config: CampaignConfigInput & { campaign: { id: string } },
-  opts: { seconds: number; log?: (line: string) => void }
+  opts: { seconds: number; warmupSeconds?: number; log?: (line: string) => void }
 ): Promise<CampaignWindowRun> {
   const log = opts.log ?? ((l: string) => console.log(l));
   const id = config.campaign.id;
@@ -47,6 +48,12 @@ export async function runCampaignWindow(
     async () => ((await campaign.status()).episodesInFlight > 0 ? true : undefined),
     180_000
   );
+  const warmupMs = (opts.warmupSeconds ?? 0) * 1000;
+  if (warmupMs > 0) {
+    log(`  [${id}] warm-up: the window opens in ${opts.warmupSeconds} s`);
+    await sleep(warmupMs);
+  }
+  const warmedUpAt = Date.now();
   const pids = rolePids(cluster);
   const cpuStart: CpuSample = sampleCpu(pids);
   const deadline = Date.now() + opts.seconds * 1000;
@@ -85,7 +92,7 @@ export async function runCampaignWindow(
     readLedger(cluster.store, id),
   ]);
   const rollouts = manifests.filter((m) => m.source === 'rollout' && m.timing);
-  const start = Math.min(...rollouts.map((m) => m.timing!.acquiredAt));
+  const start = warmupMs > 0 ? warmedUpAt : Math.min(...rollouts.map((m) => m.timing!.acquiredAt));
   return { campaignId: id, window: { start, end }, manifests, evalManifests, ledger, status, cores };
 }
 
