@@ -5,10 +5,14 @@
  * step takes a DART-like time (scaled the same way; the real trainStep still runs).
  *
  *   npm run bench -- efficiency [--slots 64] [--scale 0.1] [--seconds 150] [--train-seconds 120]
+ *                               [--warmup 0] [--min-train-steps 0]
  *
- * Writes docs/bench/efficiency.json and docs/bench/efficiency.png.
+ * `--warmup s` opens each mode's window s seconds after its first episode; `--min-train-steps n` keeps a mode's
+ * window open past `--seconds` until n train steps committed in it (capped at 4 × seconds), so rates rest on
+ * enough steps in both modes. Writes efficiency.json and efficiency.png (docs/bench with --publish).
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadInfraSettings, PROJECT_ROOT } from '../infra/settings';
@@ -137,6 +141,8 @@ export async function benchEfficiency(args: string[]): Promise<void> {
       suite: { type: 'string', default: 'all' },
       modes: { type: 'string', default: 'sync,async' },
       out: { type: 'string', default: 'efficiency' },
+      warmup: { type: 'string', default: '0' },
+      'min-train-steps': { type: 'string', default: '0' },
     },
   });
   const slots = Number(values.slots);
@@ -154,6 +160,7 @@ export async function benchEfficiency(args: string[]): Promise<void> {
     return { mode, envConcurrency: conc ? Number(conc) : s.envConcurrency };
   });
   console.log(`efficiency A/B: ${JSON.stringify(s)}, modes ${values.modes}`);
+  const loadAtStart = os.loadavg()[0];
   const cluster = await startBenchCluster('eff', {
     envWorkers: 1,
     envSlots: slots,
@@ -171,7 +178,11 @@ export async function benchEfficiency(args: string[]): Promise<void> {
       const id = `eff-${mode}-${benchSuffix()}`;
       const config = campaignConfig(id, mode, { ...s, envConcurrency });
       console.log(`\n== ${mode}: campaign ${id}, envConcurrency ${envConcurrency}, ${s.seconds} s window`);
-      const run = await runCampaignWindow(cluster, config, { seconds: s.seconds });
+      const run = await runCampaignWindow(cluster, config, {
+        seconds: s.seconds,
+        warmupSeconds: Number(values.warmup),
+        minTrainSteps: Number(values['min-train-steps']),
+      });
       const label = `${mode === 'async' ? 'decoupled (DART, async)' : 'coupled (sync)'}, envConcurrency ${envConcurrency}`;
       const r = summarizeMode(run, mode, label, config, slots);
       results.push(r);
@@ -197,8 +208,9 @@ export async function benchEfficiency(args: string[]): Promise<void> {
   const report = {
     suite: 'efficiency',
     date: new Date().toISOString(),
-    machine: '2 cores shared with other work',
-    settings: s,
+    // The load average says whether other work shared the cores while this ran (figures are lower bounds then).
+    machine: { cpus: os.cpus().length, loadAverage1m: { start: loadAtStart, end: os.loadavg()[0] } },
+    settings: { ...s, warmupSeconds: Number(values.warmup), minTrainSteps: Number(values['min-train-steps']) },
     dart: DART_EFFICIENCY,
     results,
     ratios,

@@ -37,7 +37,15 @@ export function rolePids(cluster: BenchCluster): Record<string, number | undefin
 export async function runCampaignWindow(
   cluster: BenchCluster,
   config: CampaignConfigInput & { campaign: { id: string } },
-  opts: { seconds: number; warmupSeconds?: number; log?: (line: string) => void }
+  opts: {
+    seconds: number;
+    warmupSeconds?: number;
+    /** Keep the window open past `seconds` until this many train steps committed in it (an A/B needs ≥ 10 per mode). */
+    minTrainSteps?: number;
+    /** Hard cap on the window with `minTrainSteps` (default 4 × seconds). */
+    maxSeconds?: number;
+    log?: (line: string) => void;
+  }
 ): Promise<CampaignWindowRun> {
   const log = opts.log ?? ((l: string) => console.log(l));
   const id = config.campaign.id;
@@ -65,15 +73,28 @@ export async function runCampaignWindow(
       return undefined;
     });
   let status = await tryStatus();
-  while (Date.now() < deadline) {
-    await sleep(Math.min(10_000, Math.max(0, deadline - Date.now())));
+  const stepsAtStart = status?.trainSteps ?? 0;
+  const minSteps = opts.minTrainSteps ?? 0;
+  const hardDeadline = warmedUpAt + (opts.maxSeconds ?? 4 * opts.seconds) * 1000;
+  const stepsInWindow = () => (status?.trainSteps ?? 0) - stepsAtStart;
+  const windowOpen = () => Date.now() < deadline || (stepsInWindow() < minSteps && Date.now() < hardDeadline);
+  while (windowOpen()) {
+    await sleep(Math.max(0, Math.min(10_000, (Date.now() < deadline ? deadline : hardDeadline) - Date.now())));
     const next = await tryStatus();
     if (!next) continue;
     status = next;
+    const left =
+      Date.now() < deadline
+        ? `${Math.round((deadline - Date.now()) / 1000)} s left`
+        : `past ${opts.seconds} s: waiting for ${minSteps} train steps in the window`;
     log(
-      `  [${id}] ${Math.round((deadline - Date.now()) / 1000)} s left: episodes ${status.episodes}, train steps ${status.trainSteps}, in flight ${status.episodesInFlight}, buffered ${status.bufferedGroups}`
+      `  [${id}] ${left}: episodes ${status.episodes}, train steps ${status.trainSteps} (${stepsInWindow()} in the window), in flight ${status.episodesInFlight}, buffered ${status.bufferedGroups}`
     );
   }
+  if (stepsInWindow() < minSteps)
+    log(
+      `  [${id}] only ${stepsInWindow()} of ${minSteps} train steps in the window before the ${opts.maxSeconds ?? 4 * opts.seconds} s cap`
+    );
   const end = Date.now();
   const cores = coresBetween(cpuStart, sampleCpu(pids));
   await campaign.stop();
