@@ -263,6 +263,12 @@ export const EvalSchema = z
   .strictObject({
     everyVersions: posInt.default(5).describe('Evaluate every this many new policy versions.'),
     episodesPerTask: posInt.default(20).describe('Held-out greedy episodes per task family.'),
+    sampledEpisodesPerTask: posInt
+      .nullable()
+      .default(null)
+      .describe(
+        'Held-out temperature-1 episodes per task family, run beside the greedy ones on the first of the same seeds (null = episodesPerTask). Only greedy success drives the stop rule and the gate, so fewer here leave more env time to RL.'
+      ),
     gateMinSuccessDrop: prob
       .default(0.2)
       .describe(

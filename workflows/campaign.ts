@@ -732,6 +732,9 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
           version: a.version,
           tasks: s.heldOut.map((t) => t.spec),
           episodesPerTask: s.config.eval.episodesPerTask,
+          ...(s.config.eval.sampledEpisodesPerTask !== null
+            ? { sampledEpisodesPerTask: s.config.eval.sampledEpisodesPerTask }
+            : {}),
           endpoints: s.endpoints.map((e) => e.url),
           policyKind: policyKind(),
           policyOptions: policyOptions(),

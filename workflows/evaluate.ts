@@ -17,6 +17,8 @@ export interface EvaluateInput {
   version: number;
   tasks: Array<{ id: string; family?: unknown; seeds?: unknown } & Record<string, unknown>>;
   episodesPerTask: number;
+  /** Temperature-1 episodes per task, on the first of the same seeds (default: episodesPerTask). */
+  sampledEpisodesPerTask?: number;
   endpoints: string[];
   policyKind: string;
   /** Extra policy options (e.g. the served model name of a VLM); greedy decoding is always added. */
@@ -46,13 +48,30 @@ export function heldOutSeeds(task: EvaluateInput['tasks'][number], count: number
   return Array.from({ length: n }, (_, i) => range.from + Math.floor((i * span) / n));
 }
 
+/**
+ * The episodes of one evaluation: every task's greedy seeds, then (with `modes` including 'sampled') its
+ * temperature-1 episodes on the first `sampledEpisodesPerTask` of those same seeds, so both columns compare
+ * the same screens. Fewer sampled episodes make an evaluation cheaper where only greedy drives decisions.
+ */
+export function evaluationJobs(
+  input: Pick<EvaluateInput, 'tasks' | 'episodesPerTask' | 'sampledEpisodesPerTask'>,
+  modes: ReadonlyArray<'greedy' | 'sampled'>
+): Array<{ task: EvaluateInput['tasks'][number]; seed: number; i: number; mode: 'greedy' | 'sampled' }> {
+  return modes.flatMap((mode) =>
+    input.tasks.flatMap((task) => {
+      const seeds = heldOutSeeds(task, input.episodesPerTask);
+      const count =
+        mode === 'greedy' ? seeds.length : Math.min(seeds.length, input.sampledEpisodesPerTask ?? seeds.length);
+      return seeds.slice(0, count).map((seed, i) => ({ task, seed, i, mode }));
+    })
+  );
+}
+
 export async function evaluateWorkflow(input: EvaluateInput): Promise<EvalPoint> {
   const evalId = workflowInfo().workflowId;
   const withSampled = patched(EVAL_SAMPLED_PATCH);
   const modes: Array<'greedy' | 'sampled'> = withSampled ? ['greedy', 'sampled'] : ['greedy'];
-  const jobs = modes.flatMap((mode) =>
-    input.tasks.flatMap((task) => heldOutSeeds(task, input.episodesPerTask).map((seed, i) => ({ task, seed, i, mode })))
-  );
+  const jobs = evaluationJobs(input, modes);
   const episodeInput = ({ task, seed, i, mode }: (typeof jobs)[number]) => ({
     campaignId: `${input.campaignId}.eval`,
     groupId: `${evalId}-${task.id}${mode === 'sampled' ? '-t1' : ''}`.slice(-180),

@@ -168,7 +168,18 @@ export function evalLine(e: EvalPoint): string {
     e.sampledSuccessRate !== undefined
       ? ` | temperature 1: ${pct(e.sampledSuccessRate)} (${families(e.sampledPerFamily)})`
       : '';
-  return `greedy ${pct(e.successRate)} (${families(e.perFamily)})${sampled} [v${e.version}, ${e.episodesPerFamily ? Math.min(...Object.values(e.episodesPerFamily)) : Math.round(e.episodes / Math.max(1, Object.keys(e.perFamily).length))} episodes per family]`;
+  const nFamilies = Math.max(1, Object.keys(e.perFamily).length);
+  const greedyPerFamily = e.episodesPerFamily
+    ? Math.min(...Object.values(e.episodesPerFamily))
+    : Math.round(e.episodes / nFamilies);
+  // Temperature 1 may run on fewer seeds than greedy (eval.sampledEpisodesPerTask): say so when it does.
+  const sampledPerFamily =
+    e.sampledEpisodes !== undefined ? Math.round(e.sampledEpisodes / nFamilies) : greedyPerFamily;
+  const counts =
+    sampledPerFamily === greedyPerFamily
+      ? `${greedyPerFamily} episodes per family`
+      : `${greedyPerFamily} greedy + ${sampledPerFamily} temperature-1 episodes per family`;
+  return `greedy ${pct(e.successRate)} (${families(e.perFamily)})${sampled} [v${e.version}, ${counts}]`;
 }
 
 /** The summary's lines about learning (BC start, RL lift, episodes, time), as `npm start` prints them. */

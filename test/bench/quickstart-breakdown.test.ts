@@ -8,7 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { loadCampaignConfig, parseCampaignConfig } from '../../config/load';
 import { PROJECT_ROOT } from '../../infra/settings';
-import { breakdownLines, quickstartBreakdown } from '../../scripts/lib/quickstart-campaign';
+import { breakdownLines, evalLine, quickstartBreakdown } from '../../scripts/lib/quickstart-campaign';
 import type { CampaignResult } from '../../workflows/campaign';
 import type { EvalPoint } from '../../schemas/campaign';
 import { evalMeetsTarget, initialCampaignState, recordEval, shouldStop } from '../../workflows/logic/campaign-state';
@@ -120,4 +120,22 @@ test('quickstartBreakdown: BC start, RL lift (greedy and temperature 1), episode
   assert.match(text, /temperature 1/);
   assert.match(text, /stop rule: .*met/);
   assert.match(text, /BC warm start 1\.0 min.*RL 8\.0 min/);
+});
+
+test('evalLine: greedy and temperature 1 side by side, with both episode counts when they differ', () => {
+  const same = point(3, { a: 1, b: 0.5 }, 64, {
+    sampledSuccessRate: 0.5,
+    sampledPerFamily: { a: 0.75, b: 0.25 },
+    sampledEpisodes: 128,
+  });
+  assert.equal(
+    evalLine(same),
+    'greedy 75% (a 100%, b 50%) | temperature 1: 50% (a 75%, b 25%) [v3, 64 episodes per family]'
+  );
+  const fewer = point(3, { a: 1, b: 0.5 }, 64, {
+    sampledSuccessRate: 0.5,
+    sampledPerFamily: { a: 0.75, b: 0.25 },
+    sampledEpisodes: 32,
+  });
+  assert.match(evalLine(fewer), /\[v3, 64 greedy \+ 16 temperature-1 episodes per family\]$/);
 });
