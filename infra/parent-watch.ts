@@ -8,8 +8,12 @@
 /** How long a role may keep shutting down after its parent died (in-flight episodes finish meanwhile). */
 const GRACE_MS = 90_000;
 
-export function exitWithParent(shutdown: () => void): void {
-  if (!process.send) return;
+/**
+ * Returns true when the parent was already gone at the call (shutdown has then run): a role that calls this
+ * between creating its worker and running it should then exit instead of starting to poll.
+ */
+export function exitWithParent(shutdown: () => void): boolean {
+  if (!process.send) return false;
   let done = false;
   const onParentGone = () => {
     if (done) return;
@@ -29,10 +33,11 @@ export function exitWithParent(shutdown: () => void): void {
   // the 'disconnect' event is then long gone, but the channel reports it.
   if (!process.connected) {
     onParentGone();
-    return;
+    return true;
   }
   process.once('disconnect', onParentGone);
   // A 'disconnect' listener keeps the channel referenced, which would keep a role that finished its work
   // alive until the parent exits; the event still fires on an unreferenced channel.
   process.channel?.unref();
+  return false;
 }

@@ -103,13 +103,8 @@ async function main(): Promise<void> {
   // First: it installs the Temporal Runtime with its metrics exporter (docs/metrics.md).
   const metrics = await startWorkerMetrics('env');
   const handle = await createEnvWorker(metrics ? { metrics } : {});
-  let parentGone = false;
-  exitWithParent(() => {
-    parentGone = true;
-    handle.shutdown();
-  });
   // The parent died while this role was starting: close the env pool instead of polling for nobody.
-  if (parentGone) {
+  if (exitWithParent(() => handle.shutdown())) {
     await handle.pool.close();
     process.exit(0);
   }

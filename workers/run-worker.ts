@@ -14,9 +14,7 @@ export function runWorkerMain(
     // First: it installs the Temporal Runtime with its metrics exporter (docs/metrics.md).
     const metrics = await startWorkerMetrics(role);
     const worker = await create(loadInfraSettings(), metrics);
-    let parentGone = false;
-    exitWithParent(() => {
-      parentGone = true;
+    const parentGone = exitWithParent(() => {
       if (worker.getState() === 'RUNNING') worker.shutdown();
     });
     // The parent died while this role was starting (a created worker is not RUNNING yet, so there is nothing

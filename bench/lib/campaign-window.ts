@@ -75,7 +75,8 @@ export async function runCampaignWindow(
   let status = await tryStatus();
   const stepsAtStart = status?.trainSteps ?? 0;
   const minSteps = opts.minTrainSteps ?? 0;
-  const hardDeadline = warmedUpAt + (opts.maxSeconds ?? 4 * opts.seconds) * 1000;
+  const maxSeconds = opts.maxSeconds ?? 4 * opts.seconds;
+  const hardDeadline = warmedUpAt + maxSeconds * 1000;
   const stepsInWindow = () => (status?.trainSteps ?? 0) - stepsAtStart;
   const windowOpen = () => Date.now() < deadline || (stepsInWindow() < minSteps && Date.now() < hardDeadline);
   while (windowOpen()) {
@@ -92,9 +93,7 @@ export async function runCampaignWindow(
     );
   }
   if (stepsInWindow() < minSteps)
-    log(
-      `  [${id}] only ${stepsInWindow()} of ${minSteps} train steps in the window before the ${opts.maxSeconds ?? 4 * opts.seconds} s cap`
-    );
+    log(`  [${id}] only ${stepsInWindow()} of ${minSteps} train steps in the window before the ${maxSeconds} s cap`);
   const end = Date.now();
   const cores = coresBetween(cpuStart, sampleCpu(pids));
   await campaign.stop();
