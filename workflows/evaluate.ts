@@ -60,8 +60,8 @@ export function evaluationJobs(
   return modes.flatMap((mode) =>
     input.tasks.flatMap((task) => {
       const seeds = heldOutSeeds(task, input.episodesPerTask);
-      const count =
-        mode === 'greedy' ? seeds.length : Math.min(seeds.length, input.sampledEpisodesPerTask ?? seeds.length);
+      // slice caps at the greedy seeds; undefined keeps them all.
+      const count = mode === 'sampled' ? input.sampledEpisodesPerTask : undefined;
       return seeds.slice(0, count).map((seed, i) => ({ task, seed, i, mode }));
     })
   );
