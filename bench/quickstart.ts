@@ -17,6 +17,7 @@ import {
   bcStartEval,
   breakdownLines,
   campaignCurveSvg,
+  evalPointRecord,
   quickstartBreakdown,
   runQuickstartCampaign,
 } from '../scripts/lib/quickstart-campaign';
@@ -56,17 +57,7 @@ export async function benchQuickstart(args: string[]): Promise<void> {
       ? { version: reached.version, atEpisodes: reached.atEpisodes, atSeconds: reached.atMs / 1000 }
       : null,
     finalEval: result.finalEval,
-    evals: (result.evals as EvalPoint[]).map((e) => ({
-      version: e.version,
-      atEpisodes: e.atEpisodes,
-      atSeconds: e.atMs / 1000,
-      success: e.successRate,
-      perFamily: e.perFamily,
-      sampledSuccess: e.sampledSuccessRate ?? null,
-      sampledPerFamily: e.sampledPerFamily ?? null,
-      evalEpisodes: e.episodes,
-      sampledEvalEpisodes: e.sampledEpisodes ?? 0,
-    })),
+    evals: (result.evals as EvalPoint[]).map(evalPointRecord),
   };
   fs.writeFileSync(path.join(dir, 'quickstart.json'), JSON.stringify(out, null, 2));
   const title = `quickstart campaign (BC on ${config.policy.bcWarmStartEpisodes} demos, then RL) — held-out success`;

@@ -32,6 +32,8 @@ const SUITES: Record<string, (args: string[]) => Promise<void | typeof NOTHING_W
   soak: benchSoak,
   viewer: (args) => import('./viewer').then((m) => m.benchViewer(args)),
   miniwob: (args) => import('./miniwob').then((m) => m.benchMiniwob(args)),
+  vlm: (args) => import('./vlm').then((m) => m.benchVlm(args)),
+  'vlm-grounding': (args) => import('./vlm-grounding').then((m) => m.benchVlmGrounding(args)),
 };
 
 const USAGE = `usage: npm run bench -- <suite> [--publish] [suite options]

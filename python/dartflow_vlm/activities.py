@@ -417,6 +417,7 @@ def _behaviour_clone(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
     committed = read_committed(deps.store, campaign, step_no)
     if committed:
         return committed
+    started = time.time()  # the ledger's startedAt: trainer time per step (benchmarks)
     _read_chain(deps, campaign)
     deps.work_dir.mkdir(parents=True, exist_ok=True)
     processor = models.load_processor(deps.setup)
@@ -458,6 +459,7 @@ def _behaviour_clone(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
             loaded=loaded,
             staleness=staleness,
             is_weight={"mean": 1.0, "min": 1.0, "truncatedFraction": 0.0},
+            started_at=int(started * 1000),
         )
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)

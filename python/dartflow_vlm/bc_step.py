@@ -14,6 +14,7 @@ one process on the whole minibatch.
 
 import math
 import random
+import time
 from collections.abc import Sequence
 
 import torch
@@ -44,7 +45,10 @@ def bc_epochs(
     loss_sum = 0.0
     grad_norm_sum = 0.0
     updates = 0
+    started = time.perf_counter()
+    last_epoch_loss, last_epoch_updates = 0.0, 0
     for epoch in range(epochs):
+        last_epoch_loss, last_epoch_updates = 0.0, 0
         order = list(range(len(samples)))
         rng.shuffle(order)
         for start in range(0, len(order), minibatch_size):
@@ -77,9 +81,14 @@ def bc_epochs(
             loss_sum += batch_loss
             grad_norm_sum += norm
             updates += 1
+            last_epoch_loss += batch_loss
+            last_epoch_updates += 1
             heartbeat({"phase": "bc", "epoch": epoch, "minibatch": updates})
     return {
         "bcLoss": loss_sum / max(1, updates),
+        # Whether cloning converged: the mean loss of the last pass alone.
+        "bcLossLastEpoch": last_epoch_loss / max(1, last_epoch_updates),
+        "stepSeconds": time.perf_counter() - started,
         "gradNorm": grad_norm_sum / max(1, updates),
         "samples": float(len(samples)),
         "optimizerSteps": float(updates),

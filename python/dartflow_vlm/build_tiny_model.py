@@ -4,9 +4,10 @@
 
 The folder is an ordinary `save_pretrained` checkpoint (safetensors), so transformers'
 `AutoProcessor`/`AutoModelForImageTextToText`, vLLM and the safetensors library load it unchanged. It has
-Qwen2-VL's architecture at toy size (≈655k parameters), which makes the real serving and training code
-paths runnable on a CPU in seconds. The same seed gives byte-identical weights; every seed shares one
-tokenizer and one set of tensor shapes, so one model's weights can be loaded into another's server.
+Qwen2-VL's architecture at toy size (≈668k parameters; `--size small|base` builds larger ones), which
+makes the real serving and training code paths runnable on a CPU in seconds. The same seed gives
+byte-identical weights; every seed of one size shares one set of tensor shapes, and every size one
+tokenizer, so one model's weights can be loaded into another's server of the same size.
 """
 
 import argparse
@@ -53,22 +54,36 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     return tok
 
 
-def build_config(tok: PreTrainedTokenizerFast) -> Qwen2VLConfig:
+# Model sizes, all Qwen2-VL's architecture: `tiny` (≈668k parameters) makes the serving and training code
+# paths run in seconds (the tests); `small` (≈3.7M) and `base` (≈18.9M) are for learning benchmarks
+# (bench/vlm.ts), which need capacity to read a screen. Every size keeps 64-wide attention heads, so
+# M-RoPE's [8, 12, 12] split of the 32 rotary pairs holds for all of them.
+SIZES: dict[str, dict[str, int]] = {
+    "tiny": {"hidden": 128, "layers": 2, "heads": 2, "kv_heads": 1, "vision_depth": 2, "vision_width": 64},
+    "small": {"hidden": 256, "layers": 4, "heads": 4, "kv_heads": 2, "vision_depth": 4, "vision_width": 128},
+    "base": {"hidden": 512, "layers": 6, "heads": 8, "kv_heads": 2, "vision_depth": 6, "vision_width": 256},
+}
+
+
+def build_config(tok: PreTrainedTokenizerFast, size: str = "tiny") -> Qwen2VLConfig:
     def tid(token: str) -> int:
         i = tok.convert_tokens_to_ids(token)
         assert isinstance(i, int), token
         return i
 
+    if size not in SIZES:
+        raise ValueError(f"--size: got {size!r}; use one of {', '.join(SIZES)}")
+    d = SIZES[size]
     # Qwen2-VL ties nothing; its text vocab covers the whole tokenizer including special tokens.
     vocab_size = len(tok)
     return Qwen2VLConfig(
         text_config={
             "vocab_size": vocab_size,
-            "hidden_size": 128,
-            "intermediate_size": 256,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "num_key_value_heads": 1,
+            "hidden_size": d["hidden"],
+            "intermediate_size": 2 * d["hidden"],
+            "num_hidden_layers": d["layers"],
+            "num_attention_heads": d["heads"],
+            "num_key_value_heads": d["kv_heads"],
             "max_position_embeddings": 4096,
             # M-RoPE: the 32 rotary frequency pairs of a 64-wide head split into temporal, height and
             # width sections (Qwen2-VL-7B uses [16, 24, 24] for 128-wide heads).
@@ -82,10 +97,10 @@ def build_config(tok: PreTrainedTokenizerFast) -> Qwen2VLConfig:
             "pad_token_id": tid(tt.ENDOFTEXT),
         },
         vision_config={
-            "depth": 2,
-            "embed_dim": 64,
-            "hidden_size": 128,  # the merger projects into the text model's width
-            "num_heads": 2,
+            "depth": d["vision_depth"],
+            "embed_dim": d["vision_width"],
+            "hidden_size": d["hidden"],  # the merger projects into the text model's width
+            "num_heads": d["vision_width"] // 32,
             "mlp_ratio": 2,
             "patch_size": PATCH_SIZE,
             "spatial_merge_size": MERGE_SIZE,
@@ -122,10 +137,10 @@ def build_processor(tok: PreTrainedTokenizerFast) -> Qwen2VLProcessor:
     )
 
 
-def build(out: Path, seed: int) -> dict[str, object]:
+def build(out: Path, seed: int, size: str = "tiny") -> dict[str, object]:
     """Writes the model folder and returns a short summary (parameter count, vocabulary, files)."""
     tok = build_tokenizer()
-    config = build_config(tok)
+    config = build_config(tok, size)
     # Seeding right before construction makes the random init a function of the seed alone.
     torch.manual_seed(seed)
     model = Qwen2VLForConditionalGeneration(config).eval()  # float32, the default dtype
@@ -135,6 +150,7 @@ def build(out: Path, seed: int) -> dict[str, object]:
     return {
         "out": str(out),
         "seed": seed,
+        "size": size,
         "parameters": sum(p.numel() for p in model.parameters()),
         "vocab_size": len(tok),
         "special_token_ids": sorted(tok.all_special_ids),
@@ -146,9 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="folder to write (created if missing)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
+    parser.add_argument("--size", choices=sorted(SIZES), default="tiny", help="model size (SIZES)")
     args = parser.parse_args(argv)
     started = time.monotonic()
-    summary = build(args.out, args.seed)
+    summary = build(args.out, args.seed, args.size)
     summary["seconds"] = round(time.monotonic() - started, 2)
     json.dump(summary, sys.stdout)
     sys.stdout.write("\n")

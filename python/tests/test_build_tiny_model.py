@@ -5,6 +5,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 from safetensors import safe_open
 from transformers import (
@@ -93,3 +94,25 @@ def test_tokenizer_specials_and_actions(models: dict[str, Path]) -> None:
     # The corpus is mostly actions: they take far fewer tokens than bytes.
     action = "Action: click(start_box='(120,45)')"
     assert len(tok.encode(action, add_special_tokens=False)) < len(action.encode()) / 2
+
+
+def test_sizes_share_the_tokenizer_and_grow_the_model(tmp_path: Path) -> None:
+    """`--size small` (the learning benchmark's larger model): more parameters, 64-wide heads, the same
+    tokenizer; an unknown size is refused naming the choices."""
+    from dartflow_vlm.build_tiny_model import SIZES, build
+
+    out = tmp_path / "small"
+    summary = build(out, 0, "small")
+    assert summary["size"] == "small"
+    params = summary["parameters"]
+    assert isinstance(params, int)
+    assert 3_000_000 < params < 5_000_000, params
+    model = Qwen2VLForConditionalGeneration.from_pretrained(out)
+    text = model.config.text_config
+    assert isinstance(text, Qwen2VLTextConfig)
+    assert text.hidden_size // text.num_attention_heads == 64
+    assert (text.hidden_size, text.num_hidden_layers) == (SIZES["small"]["hidden"], SIZES["small"]["layers"])
+    tiny = build(tmp_path / "tiny", 0)
+    assert sha256(out / "tokenizer.json") == sha256(Path(str(tiny["out"])) / "tokenizer.json")
+    with pytest.raises(ValueError, match=r"--size: got 'huge'; use one of tiny, small, base"):
+        build(tmp_path / "huge", 0, "huge")

@@ -182,6 +182,21 @@ export function evalLine(e: EvalPoint): string {
   return `greedy ${pct(e.successRate)} (${families(e.perFamily)})${sampled} [v${e.version}, ${counts}]`;
 }
 
+/** An evaluation as the benchmarks record it (seconds, greedy and temperature 1 side by side). */
+export function evalPointRecord(e: EvalPoint) {
+  return {
+    version: e.version,
+    atEpisodes: e.atEpisodes,
+    atSeconds: e.atMs / 1000,
+    success: e.successRate,
+    perFamily: e.perFamily,
+    sampledSuccess: e.sampledSuccessRate ?? null,
+    sampledPerFamily: e.sampledPerFamily ?? null,
+    evalEpisodes: e.episodes,
+    sampledEvalEpisodes: e.sampledEpisodes ?? 0,
+  };
+}
+
 /** The summary's lines about learning (BC start, RL lift, episodes, time), as `npm start` prints them. */
 export function breakdownLines(config: CampaignConfig, b: QuickstartBreakdown): string[] {
   const lines: string[] = [];
@@ -220,7 +235,8 @@ export function campaignCurveSvg(
   evals: readonly EvalPoint[],
   x: 'minutes' | 'episodes',
   title: string,
-  rlStart?: EvalPoint
+  rlStart?: EvalPoint,
+  target = 0.9
 ): string {
   const xOf = (e: EvalPoint) => (x === 'minutes' ? e.atMs / 60_000 : e.atEpisodes);
   const families = [...new Set(evals.flatMap((e) => Object.keys(e.perFamily)))];
@@ -247,7 +263,7 @@ export function campaignCurveSvg(
       yLabel: 'success rate',
       yMin: 0,
       yMax: 1,
-      hLines: [{ y: 0.9, label: '90% target' }],
+      hLines: [{ y: target, label: `${Math.round(target * 100)}% target` }],
       vLines: rlStart ? [{ x: xOf(rlStart), label: `RL starts (BC start v${rlStart.version})`, color: '#888888' }] : [],
     }
   );

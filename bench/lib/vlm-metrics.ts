@@ -1,0 +1,174 @@
+/**
+ * Pure summaries for the VLM benchmark (bench/vlm.ts, issue 13.4): rolling-reload latency per server
+ * (from model-rollout histories), trainer step time (from the ledger), and rollout tokens/s through
+ * dartflow's episode loop against the same vLLM servers driven directly. No I/O here.
+ */
+
+/** The events of one model-rollout history that matter here, in history order. */
+export type RolloutEvent =
+  | { kind: 'scheduled'; eventId: string; at: number; taskQueue: string; activity: string }
+  | { kind: 'completed'; scheduledEventId: string; at: number; result: unknown };
+
+export interface ReloadSample {
+  serverId: string;
+  version: number;
+  /** What the server measured: fetch + check + drain + vLLM reload (ReloadPolicyResult.loadMs). */
+  loadMs: number;
+  /** Scheduled → completed in Temporal: loadMs plus the dispatch to the server's queue. */
+  activityMs: number;
+}
+
+/**
+ * Each completed `reloadPolicy` of a rollout history: the server (from its `policy-<serverId>` queue and the
+ * result), the version, the server's own load time and the time Temporal saw. Reloads that were not
+ * completed (refused, timed out) or had nothing to do (`unchanged`) are not latency samples.
+ */
+export function reloadSamples(events: readonly RolloutEvent[]): ReloadSample[] {
+  const scheduled = new Map<string, { at: number; activity: string }>();
+  const out: ReloadSample[] = [];
+  for (const e of events) {
+    if (e.kind === 'scheduled') scheduled.set(e.eventId, { at: e.at, activity: e.activity });
+    else {
+      const s = scheduled.get(e.scheduledEventId);
+      if (!s || s.activity !== 'reloadPolicy') continue;
+      const r = e.result as { serverId?: unknown; version?: unknown; loadMs?: unknown; unchanged?: unknown } | null;
+      if (!r || typeof r.serverId !== 'string' || typeof r.version !== 'number' || typeof r.loadMs !== 'number')
+        continue;
+      // A server that already served the version (e.g. its start-up folder) did no reload.
+      if (r.unchanged === true) continue;
+      out.push({ serverId: r.serverId, version: r.version, loadMs: r.loadMs, activityMs: e.at - s.at });
+    }
+  }
+  return out;
+}
+
+export interface Distribution {
+  n: number;
+  mean: number;
+  p50: number;
+  p90: number;
+  max: number;
+}
+
+/** Mean and nearest-rank percentiles; null for no samples. */
+export function distribution(values: readonly number[]): Distribution | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
+  return {
+    n: sorted.length,
+    mean: sorted.reduce((a, v) => a + v, 0) / sorted.length,
+    p50: rank(0.5),
+    p90: rank(0.9),
+    max: sorted.at(-1)!,
+  };
+}
+
+/** Reload latency per server (ms): the server's load time and the activity's end-to-end time. */
+export function reloadLatencyByServer(
+  samples: readonly ReloadSample[]
+): Record<string, { loadMs: Distribution; activityMs: Distribution }> {
+  const by = new Map<string, ReloadSample[]>();
+  for (const s of samples) by.set(s.serverId, [...(by.get(s.serverId) ?? []), s]);
+  return Object.fromEntries(
+    [...by].map(([id, list]) => [
+      id,
+      {
+        loadMs: distribution(list.map((s) => s.loadMs))!,
+        activityMs: distribution(list.map((s) => s.activityMs))!,
+      },
+    ])
+  );
+}
+
+/** A ledger entry as far as timing goes (schemas/records.ts LedgerEntrySchema). */
+export interface LedgerTiming {
+  trainStep: number;
+  fromVersion: number;
+  toVersion: number;
+  consumed: number;
+  metrics: Record<string, number>;
+  startedAt?: number;
+  createdAt: number;
+}
+
+export interface TrainerTiming {
+  /** The behaviour-cloning warm start (the first step from v0), seconds of the trainer's computation. */
+  bcSeconds: number | null;
+  /** RL steps: the trainer's own stepSeconds (re-scoring π_old, update, save). */
+  rlStepSeconds: Distribution | null;
+  /** RL steps: claimed → committed as the ledger saw it (includes loading samples and uploading). */
+  rlWallSeconds: Distribution | null;
+  rlSteps: number;
+  /** Trajectories per RL step (injected pool successes included). */
+  rlTrajectoriesPerStep: Distribution | null;
+}
+
+/**
+ * Trainer step time from the ledger. The warm start is the entry from v0 when the campaign cloned
+ * demonstrations (its metrics have no `stepSeconds`; its wall time is reported instead).
+ */
+export function trainerTiming(entries: readonly LedgerTiming[], hadWarmStart: boolean): TrainerTiming {
+  const sorted = [...entries].sort((a, b) => a.trainStep - b.trainStep);
+  const bc = hadWarmStart ? sorted.find((e) => e.fromVersion === 0) : undefined;
+  const rl = sorted.filter((e) => e !== bc);
+  const wall = (e: LedgerTiming) => (e.startedAt !== undefined ? (e.createdAt - e.startedAt) / 1000 : undefined);
+  const finite = (xs: Array<number | undefined>) =>
+    xs.filter((x): x is number => x !== undefined && Number.isFinite(x));
+  return {
+    bcSeconds: bc ? (bc.metrics.stepSeconds ?? wall(bc) ?? null) : null,
+    rlStepSeconds: distribution(finite(rl.map((e) => e.metrics.stepSeconds))),
+    rlWallSeconds: distribution(finite(rl.map(wall))),
+    rlSteps: rl.length,
+    rlTrajectoriesPerStep: distribution(rl.map((e) => e.consumed)),
+  };
+}
+
+export interface ThroughputWindow {
+  /** Generated (completion) tokens in the window. */
+  tokens: number;
+  /** Chat requests answered in the window. */
+  requests: number;
+  seconds: number;
+  /** Requests in flight at once (env slots for the episode loop; client loops for the direct drive). */
+  concurrency: number;
+}
+
+export interface ThroughputComparison {
+  dartflow: ThroughputWindow & { tokensPerSecond: number };
+  direct: ThroughputWindow & { tokensPerSecond: number };
+  /** dartflow tokens/s ÷ direct tokens/s (issue 13 target ≥ 0.8). */
+  ratio: number;
+}
+
+export function compareThroughput(dartflow: ThroughputWindow, direct: ThroughputWindow): ThroughputComparison {
+  const rate = (w: ThroughputWindow) => (w.seconds > 0 ? w.tokens / w.seconds : 0);
+  const d = rate(dartflow);
+  const v = rate(direct);
+  return {
+    dartflow: { ...dartflow, tokensPerSecond: d },
+    direct: { ...direct, tokensPerSecond: v },
+    ratio: v > 0 ? d / v : 0,
+  };
+}
+
+/**
+ * Runs `jobs` with at most `concurrency` at once, in order (the direct drive's client loops). Resolves
+ * with each job's result in input order.
+ */
+export async function runPool<T, R>(
+  jobs: readonly T[],
+  concurrency: number,
+  run: (job: T) => Promise<R>
+): Promise<R[]> {
+  const out: R[] = new Array<R>(jobs.length);
+  let next = 0;
+  const loop = async () => {
+    while (next < jobs.length) {
+      const i = next++;
+      out[i] = await run(jobs[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, jobs.length)) }, loop));
+  return out;
+}
