@@ -47,7 +47,7 @@ _STOP = "stop"
 @dataclass(frozen=True)
 class DistSettings:
     world_size: int
-    backend: str  # "gloo": the ranks compute on CPU (placing them on GPUs, for nccl, is not done yet)
+    backend: str  # "gloo": the ranks compute on CPU; "nccl": each rank on its own GPU
     timeout_s: float
     threads: int = 0  # torch intra-op threads per rank (0: cores / world size)
 
@@ -62,6 +62,9 @@ def free_port() -> int:
 def _init(rank: int, settings: DistSettings, init_method: str | None) -> None:
     threads = settings.threads or max(1, (os.cpu_count() or 1) // settings.world_size)
     torch.set_num_threads(threads)
+    if settings.backend == "nccl":
+        # One GPU per rank on a machine (LOCAL_RANK under torchrun; spawned ranks share one machine).
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)) % torch.cuda.device_count())
     dist.init_process_group(
         settings.backend,
         init_method=init_method,

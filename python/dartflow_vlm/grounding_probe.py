@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from PIL import Image, ImageDraw
@@ -35,7 +35,8 @@ from transformers import Qwen2VLForConditionalGeneration, Qwen2VLProcessor
 from .bc_step import bc_epochs
 from .build_tiny_model import SIZES, build
 from .samples import demo_token_ids
-from .train_step import StepSample, TrainConfig, make_optimizer, prompt_inputs
+from .score import prompt_inputs
+from .train_step import StepSample, TrainConfig, make_optimizer
 
 INSTRUCTION_SLOT = "@@INSTRUCTION@@"
 IMAGE_SLOT = "@@IMAGE@@"
@@ -135,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         with torch.no_grad():
             for instruction, url, box in held_out:
                 inputs = prompt_inputs(processor, fill(template, instruction, url))
-                out = model.generate(**inputs, max_new_tokens=24, do_sample=False, suppress_tokens=suppress)
+                out = cast(Any, model).generate(
+                    **inputs, max_new_tokens=24, do_sample=False, suppress_tokens=suppress
+                )
                 answer = processor.tokenizer.decode(
                     out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True
                 )

@@ -10,9 +10,13 @@
 - The AdamW moments are saved as safetensors keyed by parameter name, so a later step resumes them.
 - Under torch.distributed (FSDP, full weights) the weights and moments are gathered from every rank's
   shard and rank 0 writes them; restored moments are sharded like their parameters.
+- Models compute on `PolicySetup.device`: the CPU, or a CUDA GPU (`cuda`: the rank's own GPU, LOCAL_RANK
+  under torchrun, else the rank, modulo the GPUs present). Checkpoints and moments are written from the
+  CPU either way, so a folder trained on a GPU loads on a CPU and the other way round.
 """
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,10 +52,39 @@ class PolicySetup:
     lora_rank: int = 0
     lora_alpha: int = 16
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    device: str = "cpu"  # "cpu" or "cuda" (resolve_device picks the rank's GPU)
 
     @property
     def kind(self) -> str:
         return "lora" if self.lora_rank > 0 else "full"
+
+
+class DeviceUnavailableError(RuntimeError):
+    """`--device cuda` on a machine (or a torch build) without a CUDA GPU."""
+
+
+def choose_device(requested: str) -> str:
+    """The worker's `--device`: `auto` is cuda when torch sees a GPU, else cpu; `cuda` without one is
+    refused with the fix (a typed error, not a crash in the first train step)."""
+    if requested not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"--device: got {requested!r}; use auto, cpu or cuda")
+    has_cuda = torch.cuda.is_available()
+    if requested == "cuda" and not has_cuda:
+        raise DeviceUnavailableError(
+            "--device cuda: torch sees no CUDA GPU here (torch.cuda.is_available() is False); run on a GPU "
+            "machine with a CUDA build of torch, or pass --device cpu"
+        )
+    return "cuda" if requested == "cuda" or (requested == "auto" and has_cuda) else "cpu"
+
+
+def resolve_device(setup: PolicySetup) -> torch.device:
+    """This process's compute device: the CPU, or its own GPU (one rank per GPU on a machine)."""
+    if setup.device != "cuda":
+        return torch.device("cpu")
+    rank = int(
+        os.environ.get("LOCAL_RANK", dist.get_rank() if dist.is_available() and dist.is_initialized() else 0)
+    )
+    return torch.device("cuda", rank % max(1, torch.cuda.device_count()))
 
 
 def _config(folder: Path) -> dict[str, Any]:
@@ -113,6 +146,7 @@ def load_policy(
         model = Qwen2VLForConditionalGeneration.from_pretrained(source, dtype=torch.float32)
     except (RuntimeError, ValueError, OSError) as err:
         raise CheckpointMismatchError(f"{what} does not load as the base's architecture: {err}") from err
+    nn.Module.to(model, resolve_device(setup))  # in place (transformers' typed `to` wants no device)
     if setup.lora_rank <= 0:
         model.requires_grad_(trainable)
         return model
@@ -216,6 +250,8 @@ def load_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer, path: Pat
                 f"{what}: optimizer state of {name} has shape {tuple(avg.shape)}, "
                 f"the parameter {tuple(p.shape)}"
             )
+        # Saved from the CPU: the moments go where their parameter computes.
+        avg, sq = avg.to(p.device), sq.to(p.device)
         if isinstance(p, DTensor):  # FSDP: this rank's shard of the moments (every rank read the file)
             avg = distribute_tensor(avg, p.device_mesh, p.placements)
             sq = distribute_tensor(sq, p.device_mesh, p.placements)

@@ -36,9 +36,10 @@ def completion_logprobs(
     completion_token_ids: list[int],
 ) -> tuple[list[int], list[float]]:
     """(prompt token ids, log p(token_t | prompt, tokens_<t) for each completion token)."""
-    inputs = prompt_inputs(processor, messages)
+    device = next(model.parameters()).device
+    inputs = {k: v.to(device) for k, v in prompt_inputs(processor, messages).items()}
     prompt_ids = inputs["input_ids"]
-    completion = torch.tensor([completion_token_ids], dtype=prompt_ids.dtype)
+    completion = torch.tensor([completion_token_ids], dtype=prompt_ids.dtype, device=device)
     input_ids = torch.cat([prompt_ids, completion], dim=1)
     attention_mask = torch.ones_like(input_ids)
     extra = {k: v for k, v in inputs.items() if k not in ("input_ids", "attention_mask")}

@@ -168,10 +168,12 @@ def response_logprobs(
     model: nn.Module, processor: Qwen2VLProcessor, sample: StepSample
 ) -> tuple[Tensor, Tensor]:
     """(log p(token_t | prompt, tokens_<t), entropy of that distribution) for each response token, [T]
-    each; differentiable unless called under no_grad. The same teacher forcing as score.py."""
-    inputs = prompt_inputs(processor, sample.messages)
+    each, on the CPU whatever the model's device; differentiable unless called under no_grad. The same
+    teacher forcing as score.py."""
+    device = next(model.parameters()).device
+    inputs = {k: v.to(device) for k, v in prompt_inputs(processor, sample.messages).items()}
     prompt_ids = inputs["input_ids"]
-    completion = torch.tensor([sample.response_token_ids], dtype=prompt_ids.dtype)
+    completion = torch.tensor([sample.response_token_ids], dtype=prompt_ids.dtype, device=device)
     input_ids = torch.cat([prompt_ids, completion], dim=1)
     extra = {k: v for k, v in inputs.items() if k not in ("input_ids", "attention_mask")}
     if "mm_token_type_ids" in extra:
@@ -183,7 +185,9 @@ def response_logprobs(
     n_prompt = prompt_ids.shape[1]
     step_logits = logits[0, n_prompt - 1 : n_prompt - 1 + completion.shape[1]].float()
     logp = torch.log_softmax(step_logits, dim=-1).gather(1, completion[0].unsqueeze(1)).squeeze(1)
-    return logp, token_entropy(step_logits.detach())
+    # The loss is computed on the CPU (a few numbers per token); autograd carries the gradient back to
+    # the model's device.
+    return logp.cpu(), token_entropy(step_logits.detach()).cpu()
 
 
 def _check(samples: Sequence[StepSample]) -> None:

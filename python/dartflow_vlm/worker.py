@@ -39,7 +39,7 @@ from temporalio.worker import Worker
 from .activities import TrainerDeps, run_behaviour_clone, run_train_step
 from .distributed import Coordinator, DistSettings, follow, init_torchrun, start_ranks
 from .errors import TrainerError
-from .models import PolicySetup
+from .models import DeviceUnavailableError, PolicySetup, choose_device
 from .store import ObjectStore, S3Settings
 
 DEFAULT_QUEUE = "trainer-vlm"  # schemas/task-queues.ts TASK_QUEUES.trainerVlm (a VLM campaign trains there)
@@ -122,7 +122,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--dist-timeout", type=float, default=1800.0, help="seconds a collective may wait for the other ranks"
     )
+    p.add_argument(
+        "--device",
+        default=env.get("DARTFLOW_VLM_DEVICE", "auto"),
+        help="where the model computes: cuda (one GPU per rank; ranks talk over nccl), cpu (gloo), or auto "
+        "(cuda when torch sees a GPU)",
+    )
     args = p.parse_args(argv)
+    try:
+        args.device = choose_device(args.device)
+    except (ValueError, DeviceUnavailableError) as err:
+        p.error(str(err))
     under_torchrun = int(env.get("WORLD_SIZE", "1")) > 1 and "RANK" in env
     if under_torchrun:
         if args.world_size not in (1, int(env["WORLD_SIZE"])):
@@ -198,7 +208,12 @@ async def run(args: argparse.Namespace, coordinator: Coordinator | None = None) 
 
 
 def policy_setup(args: argparse.Namespace) -> PolicySetup:
-    return PolicySetup(base_model=Path(args.base_model), lora_rank=args.lora_rank, lora_alpha=args.lora_alpha)
+    return PolicySetup(
+        base_model=Path(args.base_model),
+        lora_rank=args.lora_rank,
+        lora_alpha=args.lora_alpha,
+        device=args.device,
+    )
 
 
 def main() -> int:
@@ -207,8 +222,8 @@ def main() -> int:
         return asyncio.run(run(args))
     settings = DistSettings(
         world_size=args.world_size,
-        # The trainer computes on CPU (models are not placed on GPUs yet), so its ranks talk over gloo.
-        backend="gloo",
+        # GPU ranks talk over nccl (one GPU each), CPU ranks over gloo.
+        backend="nccl" if args.device == "cuda" else "gloo",
         timeout_s=args.dist_timeout,
         threads=args.threads,
     )
