@@ -18,7 +18,6 @@
  * Run: npm run bench -- vlm [--minutes 30] [--size tiny|small|base] [--bc 256] [--bc-epochs 8] [--envs 4]
  *      [--eval-episodes 32] [--eval-every 3] [--throughput-episodes 32] [--skip-throughput] [section.field=value ...]
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,8 +27,9 @@ import { tsToMs } from '@temporalio/common/lib/time';
 import { startLocalWorkers, type LocalWorkers } from '../cli/local-workers';
 import { DartflowClient } from '../client/dartflow-client';
 import { applyOverride, parseCampaignConfig } from '../config/load';
+import { buildTinyModel } from '../infra/vlm-python';
 import { processTree, vlmPython, VLM_VENV } from '../infra/vllm';
-import { loadInfraSettings, PROJECT_ROOT } from '../infra/settings';
+import { loadInfraSettings } from '../infra/settings';
 import { barChartSvg, writeSvgAsPng } from '../lib/charts';
 import { resolvePolicyToken } from '../rollout/token';
 import type { EvalPoint } from '../schemas/campaign';
@@ -121,29 +121,6 @@ function parseOptions(args: string[]): VlmBenchOptions {
     maxPixels: num('max-pixels', values['max-pixels'], 4 * 28 * 28),
     overrides: positionals,
   };
-}
-
-/** `python -m dartflow_vlm.build_tiny_model`: the model folder and its summary line. */
-async function buildModel(
-  python: string,
-  out: string,
-  size: string
-): Promise<{ parameters: number; special_token_ids: number[] }> {
-  const stdout = await new Promise<string>((resolve, reject) => {
-    const child = spawn(python, ['-m', 'dartflow_vlm.build_tiny_model', '--out', out, '--seed', '0', '--size', size], {
-      cwd: path.join(PROJECT_ROOT, 'python'),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let text = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (text += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0 ? resolve(text) : reject(new Error(`building the model failed (${code}): ${err.slice(-2000)}`))
-    );
-  });
-  return JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { parameters: number; special_token_ids: number[] };
 }
 
 /** The campaign this benchmark runs; every field it does not set has DART's default (docs/configuration.md). */
@@ -328,8 +305,8 @@ async function directChat(
 
 export async function benchVlm(args: string[]): Promise<void> {
   const o = parseOptions(args);
-  const python = vlmPython();
-  if (!python) throw new Error(`bench vlm needs the VLM environment at ${VLM_VENV}: run \`bash infra/install-vlm.sh\``);
+  if (!vlmPython())
+    throw new Error(`bench vlm needs the VLM environment at ${VLM_VENV}: run \`bash infra/install-vlm.sh\``);
   const settings = loadInfraSettings();
   const store = ObjectStore.fromSettings(settings);
   await store.ensureBucket();
@@ -339,7 +316,7 @@ export async function benchVlm(args: string[]): Promise<void> {
   const modelDir = path.join(work, 'model');
   const log = (line: string) => console.log(`[bench vlm ${new Date().toISOString().slice(11, 19)}] ${line}`);
 
-  const built = await buildModel(python, modelDir, o.size);
+  const built = await buildTinyModel(modelDir, 0, o.size);
   log(`model: Qwen2-VL architecture, ${o.size}, ${built.parameters.toLocaleString('en')} parameters (${modelDir})`);
   const logitBias = Object.fromEntries(built.special_token_ids.map((id) => [String(id), -100]));
   const config = benchConfig(campaignId, o, logitBias);

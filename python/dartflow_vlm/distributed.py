@@ -36,7 +36,7 @@ import torch.distributed as dist
 
 from .activities import Heartbeat, JobResult, TrainJob, run_job
 from .errors import TrainerError
-from .models import PolicySetup
+from .models import PolicySetup, gpu_index
 
 # Seconds between keep-alives to idle ranks (DARTFLOW_VLM_KEEPALIVE_S: tests make a dead rank show quickly).
 KEEPALIVE_S = float(os.environ.get("DARTFLOW_VLM_KEEPALIVE_S", "30"))
@@ -63,8 +63,7 @@ def _init(rank: int, settings: DistSettings, init_method: str | None) -> None:
     threads = settings.threads or max(1, (os.cpu_count() or 1) // settings.world_size)
     torch.set_num_threads(threads)
     if settings.backend == "nccl":
-        # One GPU per rank on a machine (LOCAL_RANK under torchrun; spawned ranks share one machine).
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)) % torch.cuda.device_count())
+        torch.cuda.set_device(gpu_index(rank))  # one GPU per rank on a machine
     dist.init_process_group(
         settings.backend,
         init_method=init_method,

@@ -77,14 +77,17 @@ def choose_device(requested: str) -> str:
     return "cuda" if requested == "cuda" or (requested == "auto" and has_cuda) else "cpu"
 
 
+def gpu_index(rank: int) -> int:
+    """A rank's GPU on its machine: LOCAL_RANK under torchrun, else the rank (spawned ranks share one
+    machine), modulo the GPUs present."""
+    return int(os.environ.get("LOCAL_RANK", rank)) % max(1, torch.cuda.device_count())
+
+
 def resolve_device(setup: PolicySetup) -> torch.device:
     """This process's compute device: the CPU, or its own GPU (one rank per GPU on a machine)."""
     if setup.device != "cuda":
         return torch.device("cpu")
-    rank = int(
-        os.environ.get("LOCAL_RANK", dist.get_rank() if dist.is_available() and dist.is_initialized() else 0)
-    )
-    return torch.device("cuda", rank % max(1, torch.cuda.device_count()))
+    return torch.device("cuda", gpu_index(_rank_world()[0]))
 
 
 def _config(folder: Path) -> dict[str, Any]:

@@ -2,49 +2,20 @@
  * Shared parts of the VLM infrastructure tests: the venv check (tests skip without it), running the
  * Python package's entry points, a synthetic screenshot and the chat request dartflow sends to vLLM.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PNG } from 'pngjs';
 import { VLM_VENV, vlmPython } from '../../infra/vllm';
-import { PROJECT_ROOT } from '../../infra/settings';
+import { buildTinyModel, runVlmPython, type BuildSummary } from '../../infra/vlm-python';
 
 export const PYTHON = vlmPython();
 export const SKIP_REASON = PYTHON
   ? false
   : `no VLM environment at ${VLM_VENV}: run \`bash infra/install-vlm.sh\` to run these tests`;
 
-/** Runs `python -m <module> ...args` in the VLM venv; resolves with stdout, rejects with stderr's tail. */
-export function runPython(args: string[], stdin?: string, timeoutMs = 300_000): Promise<string> {
-  if (!PYTHON) throw new Error('no VLM venv');
-  const python = PYTHON;
-  return new Promise((resolve, reject) => {
-    const child = spawn(python, args, { cwd: PROJECT_ROOT, stdio: ['pipe', 'pipe', 'pipe'], timeout: timeoutMs });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      if (code === 0) resolve(out);
-      else reject(new Error(`${args.join(' ')} exited ${code ?? signal}:\n${(out + err).slice(-3000)}`));
-    });
-    child.stdin.end(stdin ?? '');
-  });
-}
-
-export interface BuildSummary {
-  out: string;
-  seed: number;
-  parameters: number;
-  vocab_size: number;
-  special_token_ids: number[];
-}
-
-export async function buildTinyModel(out: string, seed: number): Promise<BuildSummary> {
-  const stdout = await runPython(['-m', 'dartflow_vlm.build_tiny_model', '--out', out, '--seed', String(seed)]);
-  return JSON.parse(stdout.trim().split('\n').pop() ?? '') as BuildSummary;
-}
+/** Runs `python <args>` in the VLM venv (infra/vlm-python.ts). */
+export const runPython = runVlmPython;
+export { buildTinyModel, type BuildSummary };
 
 export interface ScoreResult {
   prompt_token_ids: number[];
