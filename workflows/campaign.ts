@@ -182,6 +182,11 @@ const SHARD_MAX_BATCH = 64;
 const SHARDED_GROUP_RECONCILE_AFTER_MS = 15 * 60_000;
 /** Housekeeping's policy-server listing as a regular activity (refreshEndpoints says why). */
 const HOUSEKEEPING_ACTIVITY_PATCH = 'campaign-housekeeping-regular-activity';
+/**
+ * A full buffer drops the groups no train step could use first (trimBuffer). Runs recorded before this
+ * change dropped the oldest groups whatever they held, and train steps started on other batches.
+ */
+const TRIM_UNTRAINABLE_FIRST_PATCH = 'campaign-buffer-trims-untrainable-first';
 /** A child of an earlier run is described only after it had this long to report by itself. */
 const RECONCILE_AFTER_MS = 60_000;
 
@@ -202,6 +207,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       });
   let ready = input.state !== undefined;
   const carryLate = patched(CARRY_LATE_REPORTS_PATCH);
+  const trimUntrainableFirst = patched(TRIM_UNTRAINABLE_FIRST_PATCH);
   /** Set once continue-as-new has begun: from then on reports are carried to the next run, not applied. */
   let closing = false;
   const late: LateReport[] = [];
@@ -270,7 +276,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     const added = Math.min(g.trajectories.filter((t) => !t.injectedFromPool && isSuccessReward(s, t.reward)).length, k);
     if (!recordGroup(s, g, s.config.curation.experiencePool ? added : 0)) return;
     discard(lostDiscards(g));
-    discard(groupDiscards(trimBuffer(s), 'prune', 'buffer-full'));
+    discard(groupDiscards(trimBuffer(s, { untrainableFirst: trimUntrainableFirst }), 'prune', 'buffer-full'));
     wake();
   }
   /** A group completed saying it signalled its summary: by then the signal has been applied. */

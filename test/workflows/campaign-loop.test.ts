@@ -309,6 +309,42 @@ test('the buffer is bounded; the pool size counts the newest k successes', () =>
   assert.equal(s.stats.a!.poolSize, s.config.curation.precollectSuccessesPerTask);
 });
 
+test('a full buffer drops the groups no train step could use first, so groups with signal add up to a batch', () => {
+  // minGroups 2, maxGroups 2 → capacity 8. A saturated task (all successes: above accMax) floods the buffer
+  // between the rare groups with signal; oldest-first trimming pushed every one of those out before a
+  // second one arrived, and no train step ever started.
+  const s = state({ trainer: { minGroups: 2, maxGroups: 2 } });
+  const cap = bufferCapacity(s.config);
+  const finish = (id: string, rewards: number[]) => {
+    s.inFlight[id] = { groupId: id, taskId: 'a', n: rewards.length, startedAtMs: 0, run: 0 };
+    recordGroup(s, summary(id, 'a', rewards), 0);
+    return trimBuffer(s);
+  };
+  finish('signal-1', [1, 0]);
+  const dropped: string[] = [];
+  for (let i = 0; i < 3 * cap; i++) dropped.push(...finish(`saturated-${i}`, [1, 1]).map((g) => g.groupId));
+  assert.ok(!dropped.includes('signal-1'), 'the group with signal stays while untrainable ones arrive');
+  assert.equal(selectTrainBatch(s), null, 'one trainable group is below minGroups');
+  finish('signal-2', [0, 1]);
+  const batch = selectTrainBatch(s);
+  assert.deepEqual(
+    batch?.groups.map((g) => g.groupId),
+    ['signal-1', 'signal-2']
+  );
+  assert.equal(s.buffer.length, cap);
+  // Runs recorded before the change (patched false) keep dropping the oldest, signal or not.
+  const old = state({ trainer: { minGroups: 2, maxGroups: 2 } });
+  old.inFlight.o = { groupId: 'o', taskId: 'a', n: 2, startedAtMs: 0, run: 0 };
+  recordGroup(old, summary('o', 'a', [1, 0]), 0);
+  let oldDropped: string[] = [];
+  for (let i = 0; i < cap; i++) {
+    old.inFlight[`x${i}`] = { groupId: `x${i}`, taskId: 'a', n: 2, startedAtMs: 0, run: 0 };
+    recordGroup(old, summary(`x${i}`, 'a', [1, 1]), 0);
+    oldDropped = [...oldDropped, ...trimBuffer(old, { untrainableFirst: false }).map((g) => g.groupId)];
+  }
+  assert.deepEqual(oldDropped, ['o']);
+});
+
 test('carried state: validated, versioned, migrated from v1, compact', () => {
   const s = state();
   tick(s, { nowMs: 0, continueAsNewDue: false });
