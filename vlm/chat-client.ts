@@ -182,7 +182,7 @@ export async function chatCompletion(opts: ChatClientOptions, req: ChatRequest, 
       last = err;
       // A dead, failing or misconfigured server (not a busy one: 429) is taken out so other episodes
       // stop waiting on it.
-      if (err.retryable && err.status !== 429) router?.markFailed(baseUrl);
+      if (err.retryable && err.status !== 429) router?.markFailed(baseUrl, err.message);
       if (!err.retryable) throw err;
       if (i + 1 < tries) await sleep(backoffDelay(i, opts.backoff ?? DEFAULT_BACKOFF), req.signal);
     } finally {

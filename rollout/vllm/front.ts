@@ -100,17 +100,30 @@ export async function startVllmFront(o: VllmFrontOptions): Promise<VllmFront> {
   // Last known vLLM health: a failed forward marks it down at once; /load re-probes at most every 2 s.
   let healthy = true;
   let probedAt = 0;
+  let probing: Promise<void> | undefined;
 
-  async function probe(): Promise<boolean> {
-    if (Date.now() - probedAt > 2000) {
+  /**
+   * The last known health, re-probed in the background (at most every 2 s). /load never waits for vLLM:
+   * routers ask it before every pick, and a vLLM API server busy preparing images can take longer to
+   * answer /health than a router waits for /load — which took healthy servers out of rotation.
+   */
+  function probe(): boolean {
+    if (!probing && Date.now() - probedAt > 2000) {
       probedAt = Date.now();
-      healthy = await control.healthy(1500);
+      probing = control
+        .healthy(1500)
+        .then((up) => {
+          healthy = up;
+        })
+        .finally(() => {
+          probing = undefined;
+        });
     }
     return healthy;
   }
 
   async function load(): Promise<LoadReport> {
-    const up = await probe();
+    const up = probe();
     return {
       serverId: o.serverId,
       inFlight: gate.inFlight,

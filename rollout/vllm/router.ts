@@ -1,9 +1,9 @@
 /**
  * Least-loaded routing over VLM policy endpoints, on the env side. Each endpoint's load is the front's
- * in-flight count (`GET <baseUrl>/load`, cached for `loadTtlMs`) plus the requests this process sent
- * since that report; the endpoint with the least wins, ties go round-robin. An endpoint that refuses or
- * dies (transport error, 5xx, /load unhealthy or unreachable) is taken out for `penaltyMs`, so episodes
- * stop waiting on it while the campaign's registry refresh catches up. A server without the front
+ * in-flight count (`GET <baseUrl>/load`, re-asked in the background once older than `loadTtlMs`), with this
+ * process's own share replaced by its exact count now; the endpoint with the least wins, ties go
+ * round-robin. An endpoint that refuses or dies (transport error, 5xx, /load unhealthy or unreachable) is
+ * taken out for `penaltyMs`, so episodes stop waiting on it while the campaign's registry refresh catches up. A server without the front
  * (/load answers 4xx: plain vLLM, another API) is routed by this process's own in-flight count.
  *
  * One router per endpoint set and process (`sharedRouter`): concurrent episodes of an env worker share
@@ -16,7 +16,7 @@ export interface EndpointRouter {
   begin(url: string): void;
   end(url: string): void;
   /** The endpoint refused or died: out of rotation for a while. */
-  markFailed(url: string): void;
+  markFailed(url: string, why?: string): void;
 }
 
 export interface RouterOptions {
@@ -30,11 +30,14 @@ export interface RouterOptions {
 }
 
 interface EndpointState {
-  reported: number | undefined;
+  /**
+   * Requests of other clients (other env workers) at the last report: the front's in-flight count minus
+   * this process's own at that moment. undefined: no report (a server without the front).
+   */
+  others: number | undefined;
   reportedAt: number;
+  /** This process's requests in flight there now: exact, unlike any report. */
   local: number;
-  /** Requests begun here since the last report (the report does not include them yet). */
-  sinceReport: number;
   outUntil: number;
   probing: Promise<void> | undefined;
 }
@@ -51,10 +54,9 @@ export class LeastLoadedRouter implements EndpointRouter {
     this.fetchImpl = o.fetchImpl ?? fetch;
     for (const u of o.baseUrls)
       this.state.set(u, {
-        reported: undefined,
+        others: undefined,
         reportedAt: -Infinity,
         local: 0,
-        sinceReport: 0,
         outUntil: 0,
         probing: undefined,
       });
@@ -77,14 +79,14 @@ export class LeastLoadedRouter implements EndpointRouter {
         });
         const body = (await res.json().catch(() => undefined)) as { inFlight?: unknown; healthy?: unknown } | undefined;
         // 4xx: a server without the dartflow front (plain vLLM, another API): no report, not a failure.
-        if (res.status >= 400 && res.status < 500) s.reported = undefined;
-        else if (!res.ok || body?.healthy === false) this.markFailed(url);
-        else s.reported = typeof body?.inFlight === 'number' ? body.inFlight : undefined;
-      } catch {
-        this.markFailed(url);
+        if (res.status >= 400 && res.status < 500) s.others = undefined;
+        else if (!res.ok || body?.healthy === false)
+          this.markFailed(url, `/load answered HTTP ${res.status}${body?.healthy === false ? ', unhealthy' : ''}`);
+        else s.others = typeof body?.inFlight === 'number' ? Math.max(0, body.inFlight - s.local) : undefined;
+      } catch (err) {
+        this.markFailed(url, `/load failed: ${err instanceof Error ? err.message : String(err)}`);
       } finally {
         s.reportedAt = this.now();
-        s.sinceReport = 0;
         s.probing = undefined;
       }
     })();
@@ -93,11 +95,18 @@ export class LeastLoadedRouter implements EndpointRouter {
 
   async pick(tried: ReadonlySet<string> = new Set()): Promise<string> {
     const urls = this.o.baseUrls;
-    await Promise.all(urls.filter((u) => this.s(u).outUntil <= this.now()).map((u) => this.refresh(u)));
+    const inRotation = urls.filter((u) => this.s(u).outUntil <= this.now());
+    // Only an endpoint never asked yet is waited for; later reports refresh in the background and the pick
+    // uses the last one (plus this process's own count since). Awaiting every refresh put a /load round
+    // trip on the request path of every act() once a second, while both vLLM servers sat partly idle.
+    await Promise.all(inRotation.filter((u) => this.s(u).reportedAt === -Infinity).map((u) => this.refresh(u)));
+    for (const u of inRotation) void this.refresh(u);
     const now = this.now();
+    // Own requests counted exactly, other clients' as of their last report: a report a second old no longer
+    // counts requests of this process that have finished since (that herded every pick onto one server).
     const load = (u: string) => {
       const s = this.s(u);
-      return s.reported !== undefined ? s.reported + s.sinceReport : s.local;
+      return s.local + (s.others ?? 0);
     };
     const start = this.turn++ % urls.length;
     const order = urls.map((_, i) => urls[(start + i) % urls.length]!);
@@ -114,7 +123,6 @@ export class LeastLoadedRouter implements EndpointRouter {
   begin(url: string): void {
     const s = this.s(url);
     s.local++;
-    s.sinceReport++;
   }
 
   end(url: string): void {
@@ -122,9 +130,24 @@ export class LeastLoadedRouter implements EndpointRouter {
     s.local = Math.max(0, s.local - 1);
   }
 
-  markFailed(url: string): void {
+  markFailed(url: string, why = 'refused or failed a request'): void {
     const s = this.s(url);
-    s.outUntil = this.now() + (this.o.penaltyMs ?? 30_000);
+    const penaltyMs = this.o.penaltyMs ?? 30_000;
+    // Once per outage, so an env worker's log says which server left the rotation and why.
+    if (s.outUntil <= this.now()) console.warn(`[router] ${url} out of rotation for ${penaltyMs / 1000} s: ${why}`);
+    s.outUntil = this.now() + penaltyMs;
+  }
+
+  /** Asks every endpoint in rotation for its load now and waits for the answers (tests, start-up). */
+  async refreshNow(): Promise<void> {
+    await Promise.all(
+      this.o.baseUrls
+        .filter((u) => this.s(u).outUntil <= this.now())
+        .map((u) => {
+          this.s(u).reportedAt = -Infinity;
+          return this.refresh(u);
+        })
+    );
   }
 
   /** True while the endpoint is out of rotation (tests, metrics). */
