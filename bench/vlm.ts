@@ -8,14 +8,20 @@
  *
  * Then, with the campaign over and the servers serving its last version, rollout tokens/s:
  * - through dartflow's episode loop: an evaluation workflow (Temporal → env worker → Chromium → UI-TARS
- *   prompt → vLLM front → vLLM) of greedy held-out episodes, at the env worker's slot count;
+ *   prompt → vLLM front → vLLM) of greedy held-out episodes on the env worker's --envs slots;
  * - the same vLLM servers driven directly (no front, no env, no Temporal) with exactly the prompts that
- *   loop sent (read back from MinIO), at the same concurrency, greedy, same token budget and bias.
- * Greedy decoding makes both sides generate the same tokens, so the ratio is the loop's overhead alone.
+ *   loop sent (read back from MinIO), one client loop per vLLM batch slot, greedy, same token budget and bias.
+ * Both sides get the same vLLM batch: each server runs with `--max-num-seqs` --seqs (requests over it wait
+ * in vLLM's queue). The loop has more episodes in flight (--envs) than vLLM batch slots, as DART's rollout
+ * service has more envs than inference slots, so a slot whose episode is stepping its env is taken by
+ * another episode's request. vLLM's prefix, multimodal and encoder caches are emptied before each window
+ * (the direct drive replays the loop's very prompts: it would find them cached). The env worker runs at
+ * --env-nice (envs and inference share 2 cores here; DART runs them on separate machines). Greedy decoding
+ * makes both sides generate the same tokens, so the ratio is the loop's overhead alone.
  *
  * Writes vlm.json and vlm-vs-{time,episodes}.png, vlm-systems.png to the bench output directory (docs/bench
  * with --publish).
- * Run: npm run bench -- vlm [--minutes 30] [--size tiny|small|base] [--bc 256] [--bc-epochs 8] [--envs 4]
+ * Run: npm run bench -- vlm [--minutes 30] [--size tiny|small|base] [--bc 256] [--bc-epochs 8] [--envs 8] [--seqs 2] [--env-nice 10]
  *      [--eval-episodes 32] [--eval-every 3] [--throughput-episodes 32] [--skip-throughput] [section.field=value ...]
  */
 import fs from 'node:fs';
@@ -51,13 +57,16 @@ import {
   quickstartBreakdown,
 } from '../scripts/lib/quickstart-campaign';
 import { benchOutDir, shownPath } from './lib/output';
-import { cpuSeconds } from './lib/proc-cpu';
+import { cpuSeconds, serverPids } from './lib/proc-cpu';
 import {
   compareThroughput,
   reloadLatencyByServer,
   reloadSamples,
-  runPool,
+  cacheHitRates,
+  runLanes,
   trainerTiming,
+  vllmCacheCounters,
+  type VllmCacheCounters,
   type RolloutEvent,
   type ThroughputWindow,
 } from './lib/vlm-metrics';
@@ -72,6 +81,8 @@ interface VlmBenchOptions {
   bc: number;
   bcEpochs: number;
   envs: number;
+  seqs: number;
+  envNice: number;
   evalEpisodes: number;
   evalEvery: number;
   throughputEpisodes: number;
@@ -90,7 +101,9 @@ function parseOptions(args: string[]): VlmBenchOptions {
       size: { type: 'string', default: 'tiny' },
       bc: { type: 'string', default: '256' },
       'bc-epochs': { type: 'string', default: '8' },
-      envs: { type: 'string', default: '4' },
+      envs: { type: 'string', default: '8' },
+      seqs: { type: 'string', default: '2' },
+      'env-nice': { type: 'string', default: '10' },
       'eval-episodes': { type: 'string', default: '32' },
       'eval-every': { type: 'string', default: '3' },
       'throughput-episodes': { type: 'string', default: '32' },
@@ -113,6 +126,8 @@ function parseOptions(args: string[]): VlmBenchOptions {
     bc: num('bc', values.bc, 0),
     bcEpochs: num('bc-epochs', values['bc-epochs'], 1),
     envs: num('envs', values.envs, 1),
+    seqs: num('seqs', values.seqs, 1),
+    envNice: num('env-nice', values['env-nice'], 0),
     evalEpisodes: num('eval-episodes', values['eval-episodes'], 1),
     evalEvery: num('eval-every', values['eval-every'], 1),
     throughputEpisodes: num('throughput-episodes', values['throughput-episodes'], 1),
@@ -260,20 +275,75 @@ async function recordedTurns(
  * On a 2-core machine the episode loop's own processes (Chromium, env worker, Temporal, MinIO) take CPU
  * from vLLM; the difference between the windows says how much.
  */
-function cpuNow(vllmRoots: number[]): { machine: number; vllm: number } {
+/**
+ * Where the machine's CPU went, by process group: `roots` name process trees (a child and everything it
+ * started: the env worker with its Chromium), `single` name one process each (this bench process, which
+ * hosts the vLLM fronts and the direct drive's client).
+ */
+interface CpuGroups {
+  vllmRoots: number[];
+  roots: Record<string, number>;
+  single: Record<string, number | undefined>;
+}
+
+interface CpuReading {
+  machine: number;
+  vllm: number;
+  groups: Record<string, number>;
+}
+
+function cpuNow(g: CpuGroups): CpuReading {
   const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
   const idle = (f[3] ?? 0) + (f[4] ?? 0);
   const machine = (f.reduce((a, v) => a + v, 0) - idle) / 100; // USER_HZ
-  const vllm = vllmRoots.flatMap((r) => processTree(r)).reduce((a, pid) => a + (cpuSeconds(pid) ?? 0), 0);
-  return { machine, vllm };
+  const treeSeconds = (roots: number[]) =>
+    roots.flatMap((r) => processTree(r)).reduce((a, pid) => a + (cpuSeconds(pid) ?? 0), 0);
+  const groups: Record<string, number> = {};
+  for (const [name, root] of Object.entries(g.roots)) groups[name] = treeSeconds([root]);
+  for (const [name, pid] of Object.entries(g.single)) groups[name] = pid === undefined ? 0 : (cpuSeconds(pid) ?? 0);
+  return { machine, vllm: treeSeconds(g.vllmRoots), groups };
 }
 
-/** Cores busy in a window: the vLLM servers and everything else on the machine. */
-function coresIn(a: { machine: number; vllm: number }, b: { machine: number; vllm: number }, seconds: number) {
-  return {
-    vllmCores: Number(((b.vllm - a.vllm) / seconds).toFixed(2)),
-    otherCores: Number(((b.machine - a.machine - (b.vllm - a.vllm)) / seconds).toFixed(2)),
-  };
+/**
+ * Cores busy in a window: the vLLM servers, everything else on the machine, and that "else" split by named
+ * group (`rest`: processes of no group — the kernel, other work on the machine).
+ */
+function coresIn(a: CpuReading, b: CpuReading, seconds: number) {
+  const c = (x: number) => Number((x / seconds).toFixed(2));
+  const other = b.machine - a.machine - (b.vllm - a.vllm);
+  const otherBy: Record<string, number> = {};
+  let named = 0;
+  for (const [name, s] of Object.entries(b.groups)) {
+    const d = Math.max(0, s - (a.groups[name] ?? s));
+    named += d;
+    otherBy[name] = c(d);
+  }
+  otherBy.rest = c(Math.max(0, other - named));
+  return { vllmCores: c(b.vllm - a.vllm), otherCores: c(other), otherBy };
+}
+
+/**
+ * Empties vLLM's caches (KV prefix cache, multimodal processor and encoder caches; dev-mode endpoints)
+ * so each throughput window starts cold. Without it the direct drive, which replays the very prompts the
+ * loop sent, finds their images processed and their prefixes cached, and compares a warm server with a
+ * cold one.
+ */
+async function resetVllmCaches(baseUrl: string): Promise<void> {
+  for (const route of ['reset_prefix_cache', 'reset_mm_cache', 'reset_encoder_cache']) {
+    const res = await fetch(`${baseUrl}/${route}`, { method: 'POST' });
+    if (!res.ok) throw new Error(`POST ${baseUrl}/${route}: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
+  }
+}
+
+async function cacheCountersOf(baseUrls: string[]): Promise<VllmCacheCounters> {
+  const texts = await Promise.all(
+    baseUrls.map(async (u) => {
+      const res = await fetch(`${u}/metrics`);
+      if (!res.ok) throw new Error(`GET ${u}/metrics: HTTP ${res.status}`);
+      return res.text();
+    })
+  );
+  return vllmCacheCounters(texts);
 }
 
 /** One direct request, as dartflow's front sends it to vLLM (greedy, logprobs as token ids). */
@@ -340,7 +410,9 @@ export async function benchVlm(args: string[]): Promise<void> {
             vllm: {
               kind: 'start',
               maxModelLen: 4096,
-              maxNumSeqs: 8,
+              // vLLM batches at most this many requests per server; the rest wait in its queue. The
+              // throughput comparison holds it equal on both sides.
+              maxNumSeqs: o.seqs,
               env: { VLLM_CPU_OMP_THREADS_BIND: String(i % Math.max(1, os.cpus().length)) },
             },
             initial: { modelDir, version: 0, campaignId },
@@ -357,6 +429,8 @@ export async function benchVlm(args: string[]): Promise<void> {
       envWorkers: 1,
       envSlots: o.envs,
       envKind: 'browser',
+      // Envs and inference share 2 cores here (DART runs them on separate machines): vLLM goes first.
+      niceness: { env: o.envNice },
       vlmBaseModel: modelDir,
       logDir: path.join(work, 'logs'),
     });
@@ -401,7 +475,7 @@ export async function benchVlm(args: string[]): Promise<void> {
     // --- rollout tokens/s: dartflow's episode loop, then the same servers directly ---
     let throughput: ReturnType<typeof compareThroughput> | null = null;
     let loopBreakdown: LoopBreakdown | null = null;
-    let cores: Record<string, { vllmCores: number; otherCores: number }> | null = null;
+    let cores: Record<string, ReturnType<typeof coresIn>> | null = null;
     if (!o.skipThroughput) {
       const tputId = `${campaignId}-throughput`;
       const suite = loadSuite(SUITE);
@@ -418,8 +492,18 @@ export async function benchVlm(args: string[]): Promise<void> {
         startedAtMs: Date.now(),
         record: false,
       };
-      const vllmRoots = servers.flatMap((sv) => (sv.vllm ? [sv.vllm.pid] : []));
-      const loopCpu = cpuNow(vllmRoots);
+      const cpuGroups: CpuGroups = {
+        vllmRoots: servers.flatMap((sv) => (sv.vllm ? [sv.vllm.pid] : [])),
+        // Each worker role with what it started (the env worker's Chromium, the trainer's ranks).
+        roots: Object.fromEntries(
+          (workers?.children ?? []).flatMap((ch) => (ch.process.pid ? [[ch.name, ch.process.pid]] : []))
+        ),
+        single: { 'bench (vLLM fronts, direct client)': process.pid, ...serverPids() },
+      };
+      const vllmUrls = servers.map((sv) => sv.control.baseUrl);
+      await Promise.all(vllmUrls.map(resetVllmCaches));
+      const loopCache = await cacheCountersOf(vllmUrls);
+      const loopCpu = cpuNow(cpuGroups);
       const loopStart = Date.now();
       await client.temporal.workflow.execute('evaluateWorkflow', {
         taskQueue: TASK_QUEUES.orchestrator,
@@ -427,34 +511,46 @@ export async function benchVlm(args: string[]): Promise<void> {
         args: [input],
       });
       const loopSeconds = (Date.now() - loopStart) / 1000;
-      const loopCores = coresIn(loopCpu, cpuNow(vllmRoots), loopSeconds);
+      const loopCores = coresIn(loopCpu, cpuNow(cpuGroups), loopSeconds);
+      const loopCacheRates = cacheHitRates(loopCache, await cacheCountersOf(vllmUrls));
       const { turns, breakdown: loop } = await recordedTurns(store, `${tputId}.eval`);
       loopBreakdown = loop;
       const dartflow: ThroughputWindow = {
         tokens: turns.reduce((a, t) => a + t.tokens, 0),
         requests: turns.length,
         seconds: loopSeconds,
-        concurrency: o.envs,
+        concurrency: o.seqs * servers.length,
+        envSlots: o.envs,
+        ...loopCacheRates,
       };
-      const directCpu = cpuNow(vllmRoots);
+      await Promise.all(vllmUrls.map(resetVllmCaches));
+      const directCache = await cacheCountersOf(vllmUrls);
+      const directCpu = cpuNow(cpuGroups);
       const directStart = Date.now();
-      let rr = 0;
-      const tokens = await runPool(turns, o.envs, (t) =>
-        directChat(servers[rr++ % servers.length]!.control.baseUrl, 'dartflow', t.messages, {
-          maxTokens: o.maxTokens,
-          logitBias,
-        })
+      // One client loop per vLLM batch slot: every server always has exactly --seqs requests to batch.
+      const lanes = servers.flatMap((sv) =>
+        Array.from(
+          { length: o.seqs },
+          () => (t: (typeof turns)[number]) =>
+            directChat(sv.control.baseUrl, 'dartflow', t.messages, { maxTokens: o.maxTokens, logitBias })
+        )
       );
+      const tokens = await runLanes(turns, lanes);
       const directSeconds = (Date.now() - directStart) / 1000;
+      const directCacheRates = cacheHitRates(directCache, await cacheCountersOf(vllmUrls));
       const direct: ThroughputWindow = {
         tokens: tokens.reduce((a, n) => a + n, 0),
         requests: tokens.length,
         seconds: directSeconds,
-        concurrency: o.envs,
+        concurrency: lanes.length,
+        ...directCacheRates,
       };
       throughput = compareThroughput(dartflow, direct);
-      cores = { dartflowLoop: loopCores, direct: coresIn(directCpu, cpuNow(vllmRoots), directSeconds) };
+      cores = { dartflowLoop: loopCores, direct: coresIn(directCpu, cpuNow(cpuGroups), directSeconds) };
       log(`cores busy: ${JSON.stringify(cores)}`);
+      log(
+        `vLLM cache hit rates (caches emptied before each window): loop ${JSON.stringify(loopCacheRates)}, direct ${JSON.stringify(directCacheRates)}`
+      );
       log(
         `rollout tokens/s: dartflow loop ${throughput.dartflow.tokensPerSecond.toFixed(1)} (${dartflow.tokens} tokens, ${dartflow.requests} requests, ${dartflow.seconds.toFixed(1)} s), direct ${throughput.direct.tokensPerSecond.toFixed(1)} (${direct.tokens} tokens, ${direct.seconds.toFixed(1)} s): ${throughput.ratio.toFixed(2)}×`
       );

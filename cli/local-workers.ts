@@ -10,6 +10,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { InfraSettings } from '../infra/settings';
 import { PROJECT_ROOT } from '../infra/settings';
@@ -46,6 +47,12 @@ export interface LocalWorkersOptions {
   vlmWorldSize?: number;
   /** Extra environment for every child. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Scheduling niceness per role (0 = normal, 19 = lowest), set at spawn so everything the role starts
+   * (the env worker's Chromium) inherits it. On a machine where envs and inference share the cores, a nice
+   * env worker lets the inference servers run first; its episodes wait a little longer between steps.
+   */
+  niceness?: Partial<Record<Role, number>>;
   /** Echo child output to this process's stdout (prefixed) as well as the log file. */
   echo?: boolean;
   /** Where child logs go (default <dataDir>/logs). */
@@ -216,6 +223,9 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
       }
     }
     fs.closeSync(out);
+    const nice = opts.niceness?.[spec.role];
+    // Right after spawn, before the role has loaded (let alone started Chromium): children inherit it.
+    if (nice !== undefined && child.pid !== undefined) os.setPriority(child.pid, nice);
     const c = { role: spec.role, name: spec.name, process: child, logFile };
     children.set(spec.name, c);
     return c;

@@ -130,8 +130,17 @@ export interface ThroughputWindow {
   /** Chat requests answered in the window. */
   requests: number;
   seconds: number;
-  /** Requests in flight at once (env slots for the episode loop; client loops for the direct drive). */
+  /**
+   * Requests vLLM batches at once over all servers (each server's `--max-num-seqs` × servers; the direct
+   * drive keeps exactly that many in flight).
+   */
   concurrency: number;
+  /** Episodes in flight in the episode loop (env slots); more than `concurrency` keeps vLLM full while envs step. */
+  envSlots?: number;
+  /** vLLM's prefix (KV) cache hit rate in the window, by tokens; each window starts with emptied caches. */
+  prefixHitRate?: number | null;
+  /** vLLM's multimodal processor cache hit rate in the window. */
+  mmHitRate?: number | null;
 }
 
 export interface ThroughputComparison {
@@ -156,19 +165,73 @@ export function compareThroughput(dartflow: ThroughputWindow, direct: Throughput
  * Runs `jobs` with at most `concurrency` at once, in order (the direct drive's client loops). Resolves
  * with each job's result in input order.
  */
-export async function runPool<T, R>(
-  jobs: readonly T[],
-  concurrency: number,
-  run: (job: T) => Promise<R>
-): Promise<R[]> {
+export function runPool<T, R>(jobs: readonly T[], concurrency: number, run: (job: T) => Promise<R>): Promise<R[]> {
+  return runLanes(
+    jobs,
+    Array.from({ length: Math.max(1, concurrency) }, () => run)
+  );
+}
+
+/**
+ * Runs `jobs` on `lanes`: each lane is one client loop that takes the next job from a shared queue as
+ * soon as its previous one is answered (one lane per vLLM batch slot: a server with `--max-num-seqs 2`
+ * gets two lanes, so every server stays full and none is sent more than it batches). Resolves with each
+ * job's result in input order.
+ */
+export async function runLanes<T, R>(jobs: readonly T[], lanes: ReadonlyArray<(job: T) => Promise<R>>): Promise<R[]> {
+  if (lanes.length === 0) throw new Error('runLanes needs at least one lane');
   const out: R[] = new Array<R>(jobs.length);
   let next = 0;
-  const loop = async () => {
+  const loop = async (run: (job: T) => Promise<R>) => {
     while (next < jobs.length) {
       const i = next++;
       out[i] = await run(jobs[i]!);
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, jobs.length)) }, loop));
+  await Promise.all(lanes.slice(0, Math.max(1, jobs.length)).map(loop));
   return out;
+}
+
+/** vLLM's cache counters (Prometheus text of its /metrics), summed over engines and labels. */
+export interface VllmCacheCounters {
+  prefixQueries: number;
+  prefixHits: number;
+  mmQueries: number;
+  mmHits: number;
+}
+
+const CACHE_COUNTERS: Record<keyof VllmCacheCounters, string> = {
+  prefixQueries: 'vllm:prefix_cache_queries_total',
+  prefixHits: 'vllm:prefix_cache_hits_total',
+  mmQueries: 'vllm:mm_cache_queries_total',
+  mmHits: 'vllm:mm_cache_hits_total',
+};
+
+/** Sums each cache counter over every sample line (any labels) of one or more /metrics texts. */
+export function vllmCacheCounters(texts: readonly string[]): VllmCacheCounters {
+  const out: VllmCacheCounters = { prefixQueries: 0, prefixHits: 0, mmQueries: 0, mmHits: 0 };
+  for (const text of texts) {
+    for (const line of text.split('\n')) {
+      if (line.startsWith('#')) continue;
+      for (const [key, name] of Object.entries(CACHE_COUNTERS) as Array<[keyof VllmCacheCounters, string]>) {
+        if (line.startsWith(name) && (line[name.length] === '{' || line[name.length] === ' ')) {
+          const v = Number(line.slice(line.lastIndexOf(' ') + 1));
+          if (Number.isFinite(v)) out[key] += v;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/** Hit rates in a window (null: no queries in it): the prefix (KV) cache and the multimodal processor cache. */
+export function cacheHitRates(
+  before: VllmCacheCounters,
+  after: VllmCacheCounters
+): { prefixHitRate: number | null; mmHitRate: number | null } {
+  const rate = (hits: number, queries: number) => (queries > 0 ? Number((hits / queries).toFixed(3)) : null);
+  return {
+    prefixHitRate: rate(after.prefixHits - before.prefixHits, after.prefixQueries - before.prefixQueries),
+    mmHitRate: rate(after.mmHits - before.mmHits, after.mmQueries - before.mmQueries),
+  };
 }

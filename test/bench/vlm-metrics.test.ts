@@ -5,6 +5,9 @@ import {
   distribution,
   reloadLatencyByServer,
   reloadSamples,
+  cacheHitRates,
+  runLanes,
+  vllmCacheCounters,
   runPool,
   trainerTiming,
   type RolloutEvent,
@@ -116,5 +119,53 @@ describe('VLM bench summaries (bench/lib/vlm-metrics.ts)', () => {
     });
     assert.deepEqual(out, [60, 20, 40, 10, 30]);
     assert.equal(peak, 2);
+  });
+
+  it('runs lanes that each take the next job when free, never more than one job per lane at once', async () => {
+    const busy = [0, 0, 0];
+    const peaks = [0, 0, 0];
+    const served: number[][] = [[], [], []];
+    // Lanes 0 and 1 are one server's two batch slots, lane 2 the other server's single slot.
+    const lane = (i: number) => async (job: number) => {
+      busy[i]!++;
+      peaks[i] = Math.max(peaks[i]!, busy[i]!);
+      served[i]!.push(job);
+      await new Promise((r) => setTimeout(r, 5));
+      busy[i]!--;
+      return job + 100;
+    };
+    const jobs = [0, 1, 2, 3, 4, 5, 6, 7, 8];
+    const out = await runLanes(jobs, [lane(0), lane(1), lane(2)]);
+    assert.deepEqual(
+      out,
+      jobs.map((j) => j + 100)
+    );
+    assert.deepEqual(peaks, [1, 1, 1]);
+    assert.deepEqual(
+      served.flat().sort((a, b) => a - b),
+      jobs
+    );
+    assert.ok(
+      served.every((s) => s.length > 0),
+      'every lane takes jobs'
+    );
+    await assert.rejects(runLanes(jobs, []), /at least one lane/);
+  });
+
+  it("sums vLLM's cache counters over engines and gives the hit rates of a window", () => {
+    const text = (q: number, h: number) =>
+      [
+        '# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.',
+        '# TYPE vllm:prefix_cache_queries_total counter',
+        `vllm:prefix_cache_queries_total{engine="0",model_name="dartflow"} ${q}`,
+        `vllm:prefix_cache_hits_total{engine="0",model_name="dartflow"} ${h}`,
+        `vllm:prefix_cache_hits_created{engine="0",model_name="dartflow"} 1.7e9`,
+        `vllm:mm_cache_queries_total{engine="0",model_name="dartflow"} 10.0`,
+        `vllm:mm_cache_hits_total{engine="0",model_name="dartflow"} 4.0`,
+      ].join('\n');
+    const before = vllmCacheCounters([text(100, 50), text(300, 100)]);
+    assert.deepEqual(before, { prefixQueries: 400, prefixHits: 150, mmQueries: 20, mmHits: 8 });
+    const after = vllmCacheCounters([text(200, 80), text(500, 170)]);
+    assert.deepEqual(cacheHitRates(before, after), { prefixHitRate: 0.333, mmHitRate: null });
   });
 });
