@@ -187,6 +187,11 @@ const HOUSEKEEPING_ACTIVITY_PATCH = 'campaign-housekeeping-regular-activity';
  * change dropped the oldest groups whatever they held, and train steps started on other batches.
  */
 const TRIM_UNTRAINABLE_FIRST_PATCH = 'campaign-buffer-trims-untrainable-first';
+/**
+ * Curation reads each reward as its success indicator (campaign-state.ts CurationMode). Runs recorded
+ * before it curated on raw rewards and skipped MiniWoB's mostly-failed groups.
+ */
+const CURATE_ON_SUCCESS_PATCH = 'campaign-curation-reads-success';
 /** A child of an earlier run is described only after it had this long to report by itself. */
 const RECONCILE_AFTER_MS = 60_000;
 
@@ -208,6 +213,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   let ready = input.state !== undefined;
   const carryLate = patched(CARRY_LATE_REPORTS_PATCH);
   const trimUntrainableFirst = patched(TRIM_UNTRAINABLE_FIRST_PATCH);
+  const successRewards = patched(CURATE_ON_SUCCESS_PATCH);
   /** Set once continue-as-new has begun: from then on reports are carried to the next run, not applied. */
   let closing = false;
   const late: LateReport[] = [];
@@ -274,9 +280,11 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     // Successes the group offered the pool; the pool keeps the newest k per task.
     const k = s.config.curation.precollectSuccessesPerTask;
     const added = Math.min(g.trajectories.filter((t) => !t.injectedFromPool && isSuccessReward(s, t.reward)).length, k);
-    if (!recordGroup(s, g, s.config.curation.experiencePool ? added : 0)) return;
+    if (!recordGroup(s, g, s.config.curation.experiencePool ? added : 0, { successRewards })) return;
     discard(lostDiscards(g));
-    discard(groupDiscards(trimBuffer(s, { untrainableFirst: trimUntrainableFirst }), 'prune', 'buffer-full'));
+    discard(
+      groupDiscards(trimBuffer(s, { untrainableFirst: trimUntrainableFirst, successRewards }), 'prune', 'buffer-full')
+    );
     wake();
   }
   /** A group completed saying it signalled its summary: by then the signal has been applied. */
@@ -1062,7 +1070,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     iterations++;
     if (housekeepingDue) await housekeeping();
     if (shardCount() > 1 && !s.stopRequested) await ensureShards();
-    const actions = tick(s, { nowMs: Date.now(), continueAsNewDue: continueAsNewDue(iterations) });
+    const actions = tick(s, { nowMs: Date.now(), continueAsNewDue: continueAsNewDue(iterations), successRewards });
     // Runs recorded before this change awaited their child starts here (test/replay/histories).
     if (patched('campaign-nonblocking-child-starts')) void execute(actions);
     else await execute(actions);

@@ -345,6 +345,31 @@ test('a full buffer drops the groups no train step could use first, so groups wi
   assert.deepEqual(oldDropped, ['o']);
 });
 
+test("MiniWoB's −1 failures: curation and the task's success rate read success indicators, the trainer the raw rewards", () => {
+  const s = state({ trainer: { minGroups: 2, maxGroups: 2 } });
+  const finish = (id: string, rewards: number[], mode = {}) => {
+    s.inFlight[id] = { groupId: id, taskId: 'a', n: rewards.length, startedAtMs: 0, run: 0 };
+    recordGroup(s, summary(id, 'a', rewards), 0, mode);
+  };
+  // One success in four: mean raw reward −0.5. Raw curation left the −1s out as DART's broken runs, so the
+  // group had one valid reward ("too-few") and never trained; with success indicators it is 1 of 4.
+  finish('quarter', [1, -1, -1, -1]);
+  finish('half', [-1, 1]);
+  assert.equal(selectTrainBatch(s, { successRewards: false }), null, 'raw rewards: nothing trainable');
+  const batch = selectTrainBatch(s);
+  assert.deepEqual(
+    batch?.groups.map((g) => g.groupId),
+    ['quarter', 'half']
+  );
+  assert.deepEqual(
+    batch?.groups[0]!.trajectories.map((t) => t.reward).sort(),
+    [-1, -1, -1, 1],
+    'the trainer gets the raw rewards'
+  );
+  assert.deepEqual(s.stats.a!.recentRewards, [1, 0, 0, 0, 0, 1], 'the success rate counts the failures');
+  assert.equal(rolloutPlanFor(s, task('a')).n, s.config.rollout.nMax, 'a 33 % task gets the most rollouts');
+});
+
 test('carried state: validated, versioned, migrated from v1, compact', () => {
   const s = state();
   tick(s, { nowMs: 0, continueAsNewDue: false });

@@ -42,6 +42,8 @@ export interface TickContext {
   nowMs: number;
   /** Temporal suggests continue-as-new (or a test hook asks for it). */
   continueAsNewDue: boolean;
+  /** How curation reads rewards (campaign-state.ts CurationMode; false only for runs recorded before it). */
+  successRewards?: boolean;
 }
 
 /** The version an evaluation should measure: the newest version every live server serves, else the head. */
@@ -56,8 +58,10 @@ function childId(s: CampaignState, what: string, version: number): string {
   return `${s.campaignId}-${what}-v${version}-r${s.runIndex}-s${s.trainSteps}-g${s.groupSeq}`;
 }
 
-function startTrain(s: CampaignState, nowMs: number, minGroups?: number): CampaignAction | null {
-  const batch = selectTrainBatch(s, minGroups !== undefined ? { minGroups } : {});
+function startTrain(s: CampaignState, ctx: TickContext, minGroups?: number): CampaignAction | null {
+  const nowMs = ctx.nowMs;
+  const mode = ctx.successRewards !== undefined ? { successRewards: ctx.successRewards } : {};
+  const batch = selectTrainBatch(s, minGroups !== undefined ? { minGroups, ...mode } : mode);
   if (!batch) return null;
   const takenIds = new Set(batch.takenGroupIds);
   const taken = s.buffer.filter((g) => takenIds.has(g.groupId));
@@ -156,7 +160,7 @@ export function tick(s: CampaignState, ctx: TickContext): CampaignAction[] {
       const idle = Object.keys(s.inFlight).length === 0 && !s.train && !s.rollout && s.pendingRollout === null;
       if (idle) {
         // The barrier: everything collected trains now (or is recorded as not trainable), then a new batch.
-        const trained = s.buffer.length > 0 ? startTrain(s, ctx.nowMs, 0) : null;
+        const trained = s.buffer.length > 0 ? startTrain(s, ctx, 0) : null;
         push(trained);
         if (!trained || trained.kind === 'dropBatch') {
           const plans = fillCapacity(s, ctx.nowMs, s.config.trainer.maxGroups);
@@ -167,7 +171,7 @@ export function tick(s: CampaignState, ctx: TickContext): CampaignAction[] {
       const plans = fillCapacity(s, ctx.nowMs);
       if (plans.length > 0) actions.push({ kind: 'startGroups', plans });
       // When continue-as-new is due no new step starts here; the next run starts it at once.
-      if (!s.train && !ctx.continueAsNewDue) push(startTrain(s, ctx.nowMs));
+      if (!s.train && !ctx.continueAsNewDue) push(startTrain(s, ctx));
     }
   }
   compactLineage(s);

@@ -312,9 +312,13 @@ export const manifestKeyOf = (campaignId: string, t: BufferedTrajectory): string
 
 /**
  * A finished group: update task statistics and buffer it for training. Duplicate or unknown reports
- * (a retried signal, a child result that arrives after its signal) are ignored.
+ * (a retried signal, a child result that arrives after its signal) are ignored. The task's recent rewards
+ * (dynamic rollout count, hard-task test) are success indicators under `mode.successRewards` (default; see
+ * CurationMode): MiniWoB's −1 failures were otherwise left out as DART's "broken run" −1, so a task's
+ * success rate counted its successes only and every task that ever succeeded got the fewest rollouts.
  */
-export function recordGroup(s: CampaignState, g: GroupSummary, poolAdded: number): boolean {
+export function recordGroup(s: CampaignState, g: GroupSummary, poolAdded: number, mode: CurationMode = {}): boolean {
+  const successRewards = mode.successRewards ?? true;
   if (!s.inFlight[g.groupId]) return false;
   delete s.inFlight[g.groupId];
   s.infraFailures += g.infraFailures;
@@ -327,7 +331,7 @@ export function recordGroup(s: CampaignState, g: GroupSummary, poolAdded: number
       st.successes++;
       st.longestSuccess = Math.max(st.longestSuccess, t.numSteps);
     }
-    st.recentRewards.push(t.reward);
+    st.recentRewards.push(successRewards ? (isSuccessReward(s, t.reward) ? 1 : 0) : t.reward);
   }
   st.recentRewards.splice(0, Math.max(0, st.recentRewards.length - STATS_WINDOW));
   st.poolSize = Math.min(s.config.curation.precollectSuccessesPerTask, st.poolSize + poolAdded);
@@ -353,13 +357,16 @@ export function recordGroupLost(s: CampaignState, groupId: string): InFlightGrou
  * the few with signal before minGroups of them were ever buffered together: measured on MiniWoB's 11 easy
  * tasks, 11,000 rollout episodes gave 20 train steps while the trainer sat idle.
  */
-export function trimBuffer(s: CampaignState, opts: { untrainableFirst?: boolean } = {}): BufferedGroup[] {
+export function trimBuffer(
+  s: CampaignState,
+  opts: { untrainableFirst?: boolean } & CurationMode = {}
+): BufferedGroup[] {
   const excess = s.buffer.length - bufferCapacity(s.config);
   if (excess <= 0) return [];
   // untrainableFirst false: every group counts as usable, i.e. the oldest go first (runs recorded before it).
   const untrainableFirst = opts.untrainableFirst ?? true;
   const usable = new Set(
-    s.buffer.filter((g) => !untrainableFirst || curateBuffered(s, g).kind === 'train').map((g) => g.groupId)
+    s.buffer.filter((g) => !untrainableFirst || curateBuffered(s, g, opts).kind === 'train').map((g) => g.groupId)
   );
   const dropOrder = [
     ...s.buffer.filter((g) => !usable.has(g.groupId)),
@@ -405,14 +412,28 @@ export function isTrainable(s: CampaignState, t: BufferedTrajectory): boolean {
  * injection / down-sampling per group, take up to maxGroups oldest-first. Returns null when fewer than
  * minGroups are trainable (the trainer waits for data).
  */
-type CuratedBuffered =
-  { kind: 'train'; trajectories: Array<CandidateTrajectory & BufferedTrajectory> } | { kind: 'skip'; reason: string };
+/**
+ * How a buffered group's rewards enter DART's curation rules (accuracy < accMax, all-failed → pooled success,
+ * down-sampling keeps a success). `successRewards` (the default): each reward as its success indicator
+ * (reward ≥ campaign.successThreshold → 1, else 0), so the rules read the group's accuracy whatever the
+ * reward scale; the trainer still gets the raw rewards. Runs recorded before it (false) used raw rewards,
+ * which is the same for 0/1 rewards but wrong for MiniWoB's −1/1: any group with more failures than
+ * successes had a negative mean and was skipped as "out of range", and an all-failed group never got its
+ * pooled success.
+ */
+export interface CurationMode {
+  successRewards?: boolean;
+}
+
+type CuratedTrajectory = CandidateTrajectory & BufferedTrajectory & { rawReward: number | null };
+
+type CuratedBuffered = { kind: 'train'; trajectories: CuratedTrajectory[] } | { kind: 'skip'; reason: string };
 
 /**
  * DART §3.4 for one buffered group on the current head: its fresh trajectories through eligibility, pool
  * injection and down-sampling (deterministic: the down-sampling is seeded by the group id).
  */
-function curateBuffered(s: CampaignState, g: BufferedGroup): CuratedBuffered {
+function curateBuffered(s: CampaignState, g: BufferedGroup, mode: CurationMode = {}): CuratedBuffered {
   const c = s.config;
   const fresh = g.trajectories.filter((t) => isTrainable(s, t));
   const online = fresh.filter((t) => !t.injectedFromPool);
@@ -420,7 +441,13 @@ function curateBuffered(s: CampaignState, g: BufferedGroup): CuratedBuffered {
   // Per-task group of DART = our task+seed group; its size is the n we asked for (dynamic), so the
   // "enough rows" rule becomes: at least 2 fresh online episodes.
   const rng = createPrng(hashSeed(`${g.groupId}/select`));
-  const asCandidate = (t: BufferedTrajectory): CandidateTrajectory & BufferedTrajectory => ({ ...t, createdAt: 0 });
+  const successRewards = mode.successRewards ?? true;
+  const asCandidate = (t: BufferedTrajectory): CuratedTrajectory => ({
+    ...t,
+    createdAt: 0,
+    rawReward: t.reward,
+    reward: successRewards && t.reward !== null ? (isSuccessReward(s, t.reward) ? 1 : 0) : t.reward,
+  });
   const curated = curateGroup(online.map(asCandidate), pool.map(asCandidate), rng, {
     accMax: c.curation.accMax,
     perTaskLimit: Math.min(2, online.length || 2),
@@ -432,7 +459,10 @@ function curateBuffered(s: CampaignState, g: BufferedGroup): CuratedBuffered {
   return { kind: 'skip', reason: stale ? `stale/${curated.reason}` : curated.reason };
 }
 
-export function selectTrainBatch(s: CampaignState, opts: { minGroups?: number } = {}): TrainBatch | null {
+export function selectTrainBatch(
+  s: CampaignState,
+  opts: { minGroups?: number } & CurationMode = {}
+): TrainBatch | null {
   const c = s.config;
   const groups: TrainGroupRef[] = [];
   const takenGroupIds: string[] = [];
@@ -440,7 +470,7 @@ export function selectTrainBatch(s: CampaignState, opts: { minGroups?: number } 
   for (const g of s.buffer) {
     if (groups.length >= c.trainer.maxGroups) break;
     takenGroupIds.push(g.groupId);
-    const curated = curateBuffered(s, g);
+    const curated = curateBuffered(s, g, opts);
     if (curated.kind === 'skip') {
       skipped.push({ groupId: g.groupId, reason: curated.reason });
       continue;
@@ -451,7 +481,8 @@ export function selectTrainBatch(s: CampaignState, opts: { minGroups?: number } 
       trajectories: curated.trajectories.map((t) => ({
         trajectoryId: t.trajectoryId,
         manifestKey: manifestKeyOf(s.campaignId, t),
-        reward: t.reward,
+        // The raw reward (e.g. OSWorld's 0.25 partial score): GRPO's advantages come from it.
+        reward: t.rawReward ?? t.reward,
         injectedFromPool: t.injectedFromPool,
       })),
     });
