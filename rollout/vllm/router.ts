@@ -3,8 +3,9 @@
  * in-flight count (`GET <baseUrl>/load`, re-asked in the background once older than `loadTtlMs`), with this
  * process's own share replaced by its exact count now; the endpoint with the least wins, ties go
  * round-robin. An endpoint that refuses or dies (transport error, 5xx, /load unhealthy or unreachable) is
- * taken out for `penaltyMs`, so episodes stop waiting on it while the campaign's registry refresh catches up. A server without the front
- * (/load answers 4xx: plain vLLM, another API) is routed by this process's own in-flight count.
+ * taken out for `penaltyMs`, so episodes stop waiting on it while the campaign's registry refresh catches
+ * up. A server without the front (/load answers 4xx: plain vLLM, another API) is routed by this process's
+ * own in-flight count.
  *
  * One router per endpoint set and process (`sharedRouter`): concurrent episodes of an env worker share
  * the counts, which is what makes "least loaded" mean anything.
@@ -97,8 +98,8 @@ export class LeastLoadedRouter implements EndpointRouter {
     const urls = this.o.baseUrls;
     const inRotation = urls.filter((u) => this.s(u).outUntil <= this.now());
     // Only an endpoint never asked yet is waited for; later reports refresh in the background and the pick
-    // uses the last one (plus this process's own count since). Awaiting every refresh put a /load round
-    // trip on the request path of every act() once a second, while both vLLM servers sat partly idle.
+    // uses the last one. Awaiting every refresh put a /load round trip on the request path of an act()
+    // once a second.
     await Promise.all(inRotation.filter((u) => this.s(u).reportedAt === -Infinity).map((u) => this.refresh(u)));
     for (const u of inRotation) void this.refresh(u);
     const now = this.now();

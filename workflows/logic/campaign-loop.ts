@@ -60,8 +60,10 @@ function childId(s: CampaignState, what: string, version: number): string {
 
 function startTrain(s: CampaignState, ctx: TickContext, minGroups?: number): CampaignAction | null {
   const nowMs = ctx.nowMs;
-  const mode = ctx.successRewards !== undefined ? { successRewards: ctx.successRewards } : {};
-  const batch = selectTrainBatch(s, minGroups !== undefined ? { minGroups, ...mode } : mode);
+  const batch = selectTrainBatch(s, {
+    ...(minGroups !== undefined ? { minGroups } : {}),
+    ...(ctx.successRewards !== undefined ? { successRewards: ctx.successRewards } : {}),
+  });
   if (!batch) return null;
   const takenIds = new Set(batch.takenGroupIds);
   const taken = s.buffer.filter((g) => takenIds.has(g.groupId));

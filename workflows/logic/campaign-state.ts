@@ -310,6 +310,10 @@ export function toBufferedGroup(campaignId: string, g: GroupSummary): BufferedGr
 export const manifestKeyOf = (campaignId: string, t: BufferedTrajectory): string =>
   t.manifestKey ?? keys.trajectoryManifest(campaignId, t.trajectoryId);
 
+/** A reward as the curation rules and task statistics read it (CurationMode): 1 success, 0 failure. */
+const successIndicator = (s: Pick<CampaignState, 'config'>, reward: number): number =>
+  isSuccessReward(s, reward) ? 1 : 0;
+
 /**
  * A finished group: update task statistics and buffer it for training. Duplicate or unknown reports
  * (a retried signal, a child result that arrives after its signal) are ignored. The task's recent rewards
@@ -331,7 +335,7 @@ export function recordGroup(s: CampaignState, g: GroupSummary, poolAdded: number
       st.successes++;
       st.longestSuccess = Math.max(st.longestSuccess, t.numSteps);
     }
-    st.recentRewards.push(successRewards ? (isSuccessReward(s, t.reward) ? 1 : 0) : t.reward);
+    st.recentRewards.push(successRewards ? successIndicator(s, t.reward) : t.reward);
   }
   st.recentRewards.splice(0, Math.max(0, st.recentRewards.length - STATS_WINDOW));
   st.poolSize = Math.min(s.config.curation.precollectSuccessesPerTask, st.poolSize + poolAdded);
@@ -407,19 +411,13 @@ export function isTrainable(s: CampaignState, t: BufferedTrajectory): boolean {
 }
 
 /**
- * DART §3.4 for the buffered groups: drop trajectories that are too stale for the version being trained
- * (measured along the lineage; data of abandoned branches never qualifies), apply eligibility / pool
- * injection / down-sampling per group, take up to maxGroups oldest-first. Returns null when fewer than
- * minGroups are trainable (the trainer waits for data).
- */
-/**
  * How a buffered group's rewards enter DART's curation rules (accuracy < accMax, all-failed → pooled success,
  * down-sampling keeps a success). `successRewards` (the default): each reward as its success indicator
  * (reward ≥ campaign.successThreshold → 1, else 0), so the rules read the group's accuracy whatever the
  * reward scale; the trainer still gets the raw rewards. Runs recorded before it (false) used raw rewards,
- * which is the same for 0/1 rewards but wrong for MiniWoB's −1/1: any group with more failures than
- * successes had a negative mean and was skipped as "out of range", and an all-failed group never got its
- * pooled success.
+ * which is the same for 0/1 rewards but wrong for MiniWoB's −1/1: the rules leave a negative reward out as
+ * DART's broken run, so a group with one success in four had one valid reward ("too few") and an all-failed
+ * group never got its pooled success.
  */
 export interface CurationMode {
   successRewards?: boolean;
@@ -446,7 +444,7 @@ function curateBuffered(s: CampaignState, g: BufferedGroup, mode: CurationMode =
     ...t,
     createdAt: 0,
     rawReward: t.reward,
-    reward: successRewards && t.reward !== null ? (isSuccessReward(s, t.reward) ? 1 : 0) : t.reward,
+    reward: successRewards && t.reward !== null ? successIndicator(s, t.reward) : t.reward,
   });
   const curated = curateGroup(online.map(asCandidate), pool.map(asCandidate), rng, {
     accMax: c.curation.accMax,
@@ -459,6 +457,12 @@ function curateBuffered(s: CampaignState, g: BufferedGroup, mode: CurationMode =
   return { kind: 'skip', reason: stale ? `stale/${curated.reason}` : curated.reason };
 }
 
+/**
+ * DART §3.4 for the buffered groups: drop trajectories that are too stale for the version being trained
+ * (measured along the lineage; data of abandoned branches never qualifies), apply eligibility / pool
+ * injection / down-sampling per group, take up to maxGroups oldest-first. Returns null when fewer than
+ * minGroups are trainable (the trainer waits for data).
+ */
 export function selectTrainBatch(
   s: CampaignState,
   opts: { minGroups?: number } & CurationMode = {}
