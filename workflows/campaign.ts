@@ -192,6 +192,8 @@ const TRIM_UNTRAINABLE_FIRST_PATCH = 'campaign-buffer-trims-untrainable-first';
  * before it curated on raw rewards and skipped MiniWoB's mostly-failed groups.
  */
 const CURATE_ON_SUCCESS_PATCH = 'campaign-curation-reads-success';
+/** An evaluation that meets the target is confirmed on the next served version (campaign-loop.ts confirmingTarget). */
+const CONFIRM_TARGET_EARLY_PATCH = 'campaign-confirm-target-early';
 /** A child of an earlier run is described only after it had this long to report by itself. */
 const RECONCILE_AFTER_MS = 60_000;
 
@@ -214,6 +216,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   const carryLate = patched(CARRY_LATE_REPORTS_PATCH);
   const trimUntrainableFirst = patched(TRIM_UNTRAINABLE_FIRST_PATCH);
   const successRewards = patched(CURATE_ON_SUCCESS_PATCH);
+  const confirmTargetEarly = patched(CONFIRM_TARGET_EARLY_PATCH);
   /** Set once continue-as-new has begun: from then on reports are carried to the next run, not applied. */
   let closing = false;
   const late: LateReport[] = [];
@@ -1070,7 +1073,12 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     iterations++;
     if (housekeepingDue) await housekeeping();
     if (shardCount() > 1 && !s.stopRequested) await ensureShards();
-    const actions = tick(s, { nowMs: Date.now(), continueAsNewDue: continueAsNewDue(iterations), successRewards });
+    const actions = tick(s, {
+      nowMs: Date.now(),
+      continueAsNewDue: continueAsNewDue(iterations),
+      successRewards,
+      confirmTargetEarly,
+    });
     // Runs recorded before this change awaited their child starts here (test/replay/histories).
     if (patched('campaign-nonblocking-child-starts')) void execute(actions);
     else await execute(actions);

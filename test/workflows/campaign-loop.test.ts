@@ -15,6 +15,7 @@ import {
   episodesInFlight,
   initialCampaignState,
   recordGroup,
+  recordEval,
   recordGroupLost,
   rolloutPlanFor,
   selectTrainBatch,
@@ -235,6 +236,47 @@ test('evaluations start once a new version is served everywhere, every eval.ever
   }
   const ev = tick(s, { nowMs: 3, continueAsNewDue: false }).find((a) => a.kind === 'startEval');
   assert.equal(ev?.kind === 'startEval' ? ev.version : null, 2);
+});
+
+test('an evaluation that meets the target is confirmed on the next served version, not everyVersions later', () => {
+  const target = { targetSuccess: 0.9, targetConsecutiveEvals: 2, targetMinEpisodesPerFamily: 4 };
+  const point = (version: number, rate: number) => ({
+    version,
+    successRate: rate,
+    episodes: 8,
+    atEpisodes: 0,
+    atMs: 0,
+    perFamily: { a: rate },
+    episodesPerFamily: { a: 8 },
+  });
+  const evalsAfterOneVersion = (rateAtV0: number, confirmTargetEarly: boolean): number[] => {
+    const s = state({ campaign: target, eval: { everyVersions: 5 } });
+    tick(s, { nowMs: 0, continueAsNewDue: false, confirmTargetEarly });
+    assert.equal(s.evaluation?.version, 0);
+    s.evaluation = null;
+    recordEval(s, point(0, rateAtV0));
+    adoptTrainedVersion(s, { version: 1, fromVersion: 0 });
+    assert.ok(
+      tick(s, { nowMs: 1, continueAsNewDue: false, confirmTargetEarly }).some((a) => a.kind === 'startRollout')
+    );
+    applyRolloutOutcome(s, { version: 1, ok: true, servedVersions: { s1: 1, s2: 1 } });
+    return tick(s, { nowMs: 2, continueAsNewDue: false, confirmTargetEarly }).flatMap((a) =>
+      a.kind === 'startEval' ? [a.version] : []
+    );
+  };
+  assert.deepEqual(evalsAfterOneVersion(0.95, true), [1], 'v0 met the target: v1 is evaluated at once');
+  assert.deepEqual(evalsAfterOneVersion(0.5, true), [], 'v0 below the target: the usual cadence (every 5)');
+  assert.deepEqual(evalsAfterOneVersion(0.95, false), [], 'runs recorded before the patch keep the cadence');
+  // The confirming evaluation measures a newer version, never the same one twice.
+  const s = state({ campaign: target, eval: { everyVersions: 5 } });
+  tick(s, { nowMs: 0, continueAsNewDue: false, confirmTargetEarly: true });
+  s.evaluation = null;
+  recordEval(s, point(0, 1));
+  assert.ok(!kinds(tick(s, { nowMs: 1, continueAsNewDue: false, confirmTargetEarly: true })).includes('startEval'));
+  assert.equal(s.phase, 'running', 'one point meeting the target does not stop a campaign that needs two');
+  recordEval(s, point(1, 0.95));
+  tick(s, { nowMs: 2, continueAsNewDue: false, confirmTargetEarly: true });
+  assert.equal(s.phase, 'draining', 'two in a row do');
 });
 
 test('stop drains: nothing new starts, the served head is evaluated, then the campaign completes', () => {

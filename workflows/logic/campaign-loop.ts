@@ -14,6 +14,7 @@ import {
   selectTrainBatch,
   takeFromBuffer,
   shouldStop,
+  evalMeetsTarget,
   type BufferedGroup,
   type CampaignState,
   type GroupPlan,
@@ -44,6 +45,11 @@ export interface TickContext {
   continueAsNewDue: boolean;
   /** How curation reads rewards (campaign-state.ts CurationMode; false only for runs recorded before it). */
   successRewards?: boolean;
+  /**
+   * After an evaluation that meets the stop rule's target, evaluate the next served version at once rather
+   * than `eval.everyVersions` later (false only for runs recorded before it; see confirmingTarget).
+   */
+  confirmTargetEarly?: boolean;
 }
 
 /** The version an evaluation should measure: the newest version every live server serves, else the head. */
@@ -106,12 +112,26 @@ export function startEval(s: CampaignState, nowMs: number, version: number): Cam
   return { kind: 'startEval', workflowId, version };
 }
 
+/**
+ * The last evaluation met the stop rule's target and the rule needs more than one in a row: the confirming
+ * evaluation need not wait `eval.everyVersions` versions (each wait costs RL time at the end of a campaign,
+ * which is what the stop rule is there to save). It still measures a newer served version, never the same
+ * one again (greedy episodes on the same held-out seeds would repeat the same result).
+ */
+export function confirmingTarget(s: CampaignState): boolean {
+  const c = s.config.campaign;
+  if (c.targetSuccess === undefined || (c.targetConsecutiveEvals ?? 1) < 2) return false;
+  const last = s.evals.at(-1);
+  return last !== undefined && evalMeetsTarget(last, c.targetSuccess, c.targetMinEpisodesPerFamily ?? 0);
+}
+
 /** Evaluate once enough new versions are served (the curve point then measures what the servers serve). */
-function dueEval(s: CampaignState, nowMs: number): CampaignAction | null {
+function dueEval(s: CampaignState, ctx: TickContext): CampaignAction | null {
   const served = servedVersion(s);
   if (served === null || served === s.lastEvalVersion) return null;
-  if (s.lastEvalVersion >= 0 && s.rolloutsSinceEval < s.config.eval.everyVersions) return null;
-  return startEval(s, nowMs, served);
+  const every = ctx.confirmTargetEarly && confirmingTarget(s) ? 1 : s.config.eval.everyVersions;
+  if (s.lastEvalVersion >= 0 && s.rolloutsSinceEval < every) return null;
+  return startEval(s, ctx.nowMs, served);
 }
 
 function fillCapacity(s: CampaignState, nowMs: number, maxGroups = Infinity): GroupPlan[] {
@@ -156,7 +176,7 @@ export function tick(s: CampaignState, ctx: TickContext): CampaignAction[] {
     if (a) actions.push(a);
   };
   push(startRollout(s, ctx.nowMs));
-  push(dueEval(s, ctx.nowMs));
+  push(dueEval(s, ctx));
   if (!s.paused && s.endpoints.length > 0) {
     if (s.config.campaign.mode === 'sync') {
       const idle = Object.keys(s.inFlight).length === 0 && !s.train && !s.rollout && s.pendingRollout === null;
