@@ -8,7 +8,7 @@
  * same held-out seeds), so settings are paired by seed. Rollout and curation are configs/quickstart.yaml's.
  *
  * Run: npm run bench -- learning --sweep [--seeds 1,2] [--episodes 1024] [--eval-every 512] [--eval 64]
- *   [--demos 24] [--bc-epochs 4] [--settings base,lr-1e-3,...] [--specs v3,v2] [--out learning-sweep.json] [--publish]
+ *   [--demos 24] [--bc-epochs 4] [--settings base,lr-3e-3,mb-16,...] [--specs v3,v2] [--out learning-sweep.json] [--publish]
  * `--specs`: the policy architectures to run (each with its own BC start per seed): `v3` the default,
  * `v2` the default without the instruction query in the click head (spec v2's network); a run of a
  * non-default spec is labelled `<setting>@<spec>`.
@@ -29,14 +29,19 @@ import { benchOutDir, shownPath } from './output';
 
 type TrainerOverrides = Partial<CampaignConfigInput['trainer']>;
 
-/** The settings of the sweep: the base and one change each (names are what the table shows). */
+/**
+ * The settings of the sweep: the base and one change each (names are what the table shows). The learning
+ * rates are RL's (`rlLearningRate`): the quickstart sets it apart from the cloning rate, so a change of
+ * `learningRate` alone would leave every RL step as it was.
+ */
 export const SWEEP_SETTINGS: Record<string, TrainerOverrides> = {
   base: {},
-  'lr-1e-3': { learningRate: 1e-3 },
-  'lr-3e-4': { learningRate: 3e-4 },
-  'lr-1e-2': { learningRate: 1e-2 },
+  'lr-3e-3': { rlLearningRate: 3e-3 },
+  'lr-3e-4': { rlLearningRate: 3e-4 },
+  'lr-1e-2': { rlLearningRate: 1e-2 },
   'epochs-4': { epochs: 4 },
   'epochs-1': { epochs: 1 },
+  'mb-16': { minibatchSize: 16 },
   'kl-0.02': { klBeta: 0.02 },
   'kl-0.1': { klBeta: 0.1 },
   'adv-traj': { advantageStatistics: 'trajectories' },
@@ -44,14 +49,19 @@ export const SWEEP_SETTINGS: Record<string, TrainerOverrides> = {
   'adam-every': { optimizerReset: 'every-step' },
 };
 
-/** The base: the quickstart trainer before issue 14 (lr 3e-3, 2 epochs, no KL, per-step statistics, carried Adam). */
-export const SWEEP_BASE: TrainerOverrides = {
-  learningRate: 3e-3,
-  epochs: 2,
-  klBeta: 0,
-  advantageStatistics: 'steps',
-  optimizerReset: 'none',
-};
+/**
+ * The base: configs/quickstart.yaml's trainer as it is (RL steps at rlLearningRate 1e-3, 2 epochs, minibatch
+ * 64, no KL, per-step statistics, carried Adam). Files from before 2026-12-02 17:00 UTC used the pre-issue-14
+ * trainer (lr 3e-3 for both, recorded in their setup.base).
+ */
+export const SWEEP_BASE: TrainerOverrides = {};
+
+/** The trainer a setting runs: the quickstart's, the base, then the setting's one change. */
+export function sweepTrainer(quickstart: CampaignConfig['trainer'], name: string): CampaignConfig['trainer'] {
+  const setting = SWEEP_SETTINGS[name];
+  if (!setting) throw new Error(`unknown sweep setting ${name}: one of ${Object.keys(SWEEP_SETTINGS).join(', ')}`);
+  return { ...quickstart, ...SWEEP_BASE, ...setting } as CampaignConfig['trainer'];
+}
 
 /** The architectures `--specs` can name (v2's network = the default; v3 = with the click query). */
 export const SWEEP_SPECS: Record<string, PolicySpec> = {
@@ -213,11 +223,10 @@ export async function benchLearningSweep(args: string[]): Promise<void> {
     rollout: { ...quickstart.rollout, envConcurrency: undefined },
     curation: { ...quickstart.curation },
   };
-  const trainerOf = (name: string): CampaignConfig['trainer'] =>
-    ({ ...quickstart.trainer, ...SWEEP_BASE, ...SWEEP_SETTINGS[name] }) as CampaignConfig['trainer'];
+  const trainerOf = (name: string): CampaignConfig['trainer'] => sweepTrainer(quickstart.trainer, name);
   const data: SweepFile = {
     measuredAt: new Date().toISOString(),
-    machine: '2-core x86-64 (shared with other agents; measured in episodes, not time)',
+    machine: '2-core x86-64 (measured in episodes, not time)',
     command: `npm run bench -- learning --sweep ${args.filter((a) => a !== '--publish').join(' ')}`.trim(),
     setup: {
       families,
@@ -228,7 +237,7 @@ export async function benchLearningSweep(args: string[]): Promise<void> {
       evalEpisodesPerFamily: evalEpisodes,
       bcDemos,
       bcEpochs,
-      base: SWEEP_BASE,
+      base: trainerOf('base'),
       settings: Object.fromEntries(names.map((n) => [n, SWEEP_SETTINGS[n]!])),
     },
     starts: [],
