@@ -33,6 +33,7 @@ const SUITES: Record<string, (args: string[]) => Promise<void | typeof NOTHING_W
   viewer: (args) => import('./viewer').then((m) => m.benchViewer(args)),
   miniwob: (args) => import('./miniwob').then((m) => m.benchMiniwob(args)),
   vlm: (args) => import('./vlm').then((m) => m.benchVlm(args)),
+  suite: (args) => import('./suite').then((m) => m.benchSuite(args)),
   'vlm-grounding': (args) => import('./vlm-grounding').then((m) => m.benchVlmGrounding(args)),
 };
 
