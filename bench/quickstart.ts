@@ -8,7 +8,6 @@
  * Run: npm run bench -- quickstart [--bc N] [section.field=value ...]
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { loadInfraSettings } from '../infra/settings';
 import type { EvalPoint } from '../schemas/campaign';
@@ -17,6 +16,7 @@ import {
   bcStartEval,
   breakdownLines,
   campaignCurveSvg,
+  campaignRunRecord,
   evalPointRecord,
   quickstartBreakdown,
   runQuickstartCampaign,
@@ -30,9 +30,8 @@ export async function benchQuickstart(args: string[]): Promise<void> {
   const settings = loadInfraSettings();
   const started = Date.now();
   console.log(`[bench quickstart] configs/quickstart.yaml${overrides.length ? ` with ${overrides.join(' ')}` : ''}`);
-  const { config, result, workflowId } = await runQuickstartCampaign(settings, overrides, {
-    idPrefix: 'bench-quickstart',
-  });
+  const run = await runQuickstartCampaign(settings, overrides, { idPrefix: 'bench-quickstart' });
+  const { config, result } = run;
   const dir = benchOutDir();
   const target = config.campaign.targetSuccess ?? 0.9;
   const reached = result.evals.find(
@@ -40,18 +39,9 @@ export async function benchQuickstart(args: string[]): Promise<void> {
   );
   const out = {
     measuredAt: new Date().toISOString(),
-    machine: '2-core x86-64 (shared with other work)',
     command: `npm run bench -- quickstart${bcAt >= 0 ? ` --bc ${args[bcAt + 1]}` : ''}${extra.length ? ` ${extra.join(' ')}` : ''}`,
     overrides,
-    campaignId: config.campaign.id,
-    workflowId,
-    config,
-    episodes: result.episodes,
-    trainSteps: result.trainSteps,
-    campaignWallSeconds: result.wallMs / 1000,
-    totalWallSeconds: (Date.now() - started) / 1000,
-    infraFailures: result.infraFailures,
-    loadAverageAtEnd: os.loadavg()[0],
+    ...campaignRunRecord(run, started),
     breakdown: quickstartBreakdown(config, result),
     reachedTarget: reached
       ? { version: reached.version, atEpisodes: reached.atEpisodes, atSeconds: reached.atMs / 1000 }

@@ -17,7 +17,6 @@
  * Run: npm run bench -- suite [--minutes 60] [--bc 256] [--bc-epochs 8] [section.field=value ...]
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadInfraSettings } from '../infra/settings';
@@ -28,6 +27,7 @@ import {
   bcStartEval,
   breakdownLines,
   campaignCurveSvg,
+  campaignRunRecord,
   evalPointRecord,
   quickstartBreakdown,
   runQuickstartCampaign,
@@ -80,7 +80,8 @@ export async function benchSuite(argv: string[]): Promise<void> {
   const settings = loadInfraSettings();
   const started = Date.now();
   console.log(`[bench suite] configs/quickstart.yaml with ${overrides.join(' ')}`);
-  const { config, result, workflowId } = await runQuickstartCampaign(settings, overrides, { idPrefix: 'bench-suite' });
+  const run = await runQuickstartCampaign(settings, overrides, { idPrefix: 'bench-suite' });
+  const { config, result } = run;
   const evals = result.evals as EvalPoint[];
   const rlStart = bcStartEval(config, evals);
   const breakdown = quickstartBreakdown(config, result);
@@ -92,19 +93,10 @@ export async function benchSuite(argv: string[]): Promise<void> {
   const dir = benchOutDir();
   const out = {
     measuredAt: new Date().toISOString(),
-    machine: `${os.cpus().length}-core ${os.arch()} (${os.cpus()[0]?.model ?? 'unknown CPU'})`,
     command: `npm run bench -- suite ${argv.filter((a) => a !== '--publish').join(' ')}`.trim(),
     goal: `held-out greedy success ≥ ${TIER_GOALS.tier1 * 100} % on every tier-1 family (${tiers.tier1.join(', ')}) and ≥ ${TIER_GOALS.tier2 * 100} % on every tier-2 family (${tiers.tier2.join(', ')}) in one evaluation within ${minutes} minutes`,
     overrides,
-    campaignId: config.campaign.id,
-    workflowId,
-    config,
-    episodes: result.episodes,
-    trainSteps: result.trainSteps,
-    campaignWallSeconds: result.wallMs / 1000,
-    totalWallSeconds: (Date.now() - started) / 1000,
-    infraFailures: result.infraFailures,
-    loadAverageAtEnd: os.loadavg()[0],
+    ...campaignRunRecord(run, started),
     breakdown,
     report,
     evals: evals.map(evalPointRecord),

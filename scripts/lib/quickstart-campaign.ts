@@ -1,8 +1,9 @@
 /**
  * The embedded default, end to end: the quickstart campaign (configs/quickstart.yaml) through Temporal with
  * every role as a local child process. Shared by `npm start` (scripts/start.ts) and the quickstart
- * learning-curve benchmark (bench/quickstart.ts), so both measure the same code path.
+ * learning-curve benchmarks (bench/quickstart.ts, bench/suite.ts), so they measure the same code path.
  */
+import os from 'node:os';
 import path from 'node:path';
 import { startLocalWorkers, type LocalWorkers } from '../../cli/local-workers';
 import { watchCampaign } from '../../cli/main';
@@ -77,6 +78,22 @@ export async function runQuickstartCampaign(
     await client.close();
     await workers.stop();
   }
+}
+
+/** What a campaign benchmark records about its run, whatever else it reports (bench/quickstart.ts, suite.ts). */
+export function campaignRunRecord(run: QuickstartRun, startedAtMs: number) {
+  return {
+    machine: `${os.cpus().length}-core ${os.arch()} (${os.cpus()[0]?.model ?? 'unknown CPU'}), load average ${os.loadavg()[0]!.toFixed(1)} at the end`,
+    campaignId: run.config.campaign.id,
+    workflowId: run.workflowId,
+    config: run.config,
+    episodes: run.result.episodes,
+    trainSteps: run.result.trainSteps,
+    campaignWallSeconds: run.result.wallMs / 1000,
+    totalWallSeconds: (Date.now() - startedAtMs) / 1000,
+    infraFailures: run.result.infraFailures,
+    loadAverageAtEnd: os.loadavg()[0],
+  };
 }
 
 /**
