@@ -54,7 +54,9 @@ export const CampaignSectionSchema = z
       .describe('Stop early when held-out greedy success reaches this on every task family.'),
     targetConsecutiveEvals: posInt
       .default(1)
-      .describe('targetSuccess must hold in this many consecutive evaluations (each of a newer version) to stop.'),
+      .describe(
+        'targetSuccess must hold in this many consecutive evaluations (each of a newer version) to stop. After one that meets it, the next evaluation runs on the next served version, not eval.everyVersions later.'
+      ),
     targetMinEpisodesPerFamily: z
       .number()
       .int()
