@@ -54,6 +54,17 @@ async function main(): Promise<number> {
   const { publish, args } = splitPublishFlag(rest);
   setBenchPublish(publish);
   const infra = await ensureInfraSession({ quiet: true });
+  // `kill <pid>` ends the run: the servers this run started stop, and process.exit runs the exit hooks of
+  // what it spawned (vLLM is killed by its hook) while role processes follow their parent
+  // (infra/parent-watch.ts). Without this the Temporal SDK's own SIGTERM handler only shut the in-process
+  // workers down, and the benchmark went on driving a campaign whose results nobody would read.
+  process.once('SIGTERM', () => {
+    console.error('[bench] SIGTERM: stopping what this run started');
+    void infra
+      .stopStartedHere()
+      .catch(() => [])
+      .finally(() => process.exit(143));
+  });
   try {
     if ((await run(args)) === NOTHING_WRITTEN)
       console.log('[bench] no results written by this run (a later one writes them)');
