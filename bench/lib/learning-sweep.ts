@@ -50,17 +50,14 @@ export const SWEEP_SETTINGS: Record<string, TrainerOverrides> = {
 };
 
 /**
- * The base: configs/quickstart.yaml's trainer as it is (RL steps at rlLearningRate 1e-3, 2 epochs, minibatch
- * 64, no KL, per-step statistics, carried Adam). Files from before 2026-12-02 17:00 UTC used the pre-issue-14
- * trainer (lr 3e-3 for both, recorded in their setup.base).
+ * The trainer a setting runs: configs/quickstart.yaml's as it is (the base: RL steps at rlLearningRate 1e-3,
+ * 2 epochs, minibatch 64, no KL, per-step statistics, carried Adam), then the setting's one change. Files from
+ * before 2026-12-02 17:00 UTC used the pre-issue-14 trainer as their base (lr 3e-3 for both, in setup.base).
  */
-export const SWEEP_BASE: TrainerOverrides = {};
-
-/** The trainer a setting runs: the quickstart's, the base, then the setting's one change. */
 export function sweepTrainer(quickstart: CampaignConfig['trainer'], name: string): CampaignConfig['trainer'] {
   const setting = SWEEP_SETTINGS[name];
   if (!setting) throw new Error(`unknown sweep setting ${name}: one of ${Object.keys(SWEEP_SETTINGS).join(', ')}`);
-  return { ...quickstart, ...SWEEP_BASE, ...setting } as CampaignConfig['trainer'];
+  return { ...quickstart, ...setting } as CampaignConfig['trainer'];
 }
 
 /** The architectures `--specs` can name (v2's network = the default; v3 = with the click query). */

@@ -83,7 +83,7 @@ export async function runQuickstartCampaign(
 /** What a campaign benchmark records about its run, whatever else it reports (bench/quickstart.ts, suite.ts). */
 export function campaignRunRecord(run: QuickstartRun, startedAtMs: number) {
   return {
-    machine: `${os.cpus().length}-core ${os.arch()} (${os.cpus()[0]?.model ?? 'unknown CPU'}), load average ${os.loadavg()[0]!.toFixed(1)} at the end`,
+    machine: `${os.cpus().length}-core ${os.arch()} (${os.cpus()[0]?.model ?? 'unknown CPU'})`,
     campaignId: run.config.campaign.id,
     workflowId: run.workflowId,
     config: run.config,
