@@ -10,12 +10,15 @@
  * steps came from) and `hour=<YYYYMMDDHH>` (of createdAt, UTC: newest-first paging over the campaign);
  * the `discards` stream has one partition, `all`.
  *
- * Writers only ever add objects. After an append the writer compacts (in the background): when a partition holds FANOUT
- * deltas (or FANOUT segments of one level) it writes them as one segment (putIfAbsent under a key derived
- * from what it merges, so two writers compacting the same set write one object) and then deletes them.
- * Writers racing on different sets, or a crash between write and delete, leave an entry in two objects;
- * readers de-duplicate by id (the latest `indexedAt` wins), so that costs bytes, never correctness. A
- * partition therefore holds < FANOUT objects per level: reading one is a bounded number of GETs whatever
+ * Writers only ever add objects. A process's appends to one campaign's stream are group-committed: those
+ * that arrive while a write is in flight share the next delta (AppendBatcher). Every FANOUT appends to a
+ * partition (and on its first one) the writer compacts it in the background: when the partition holds
+ * FANOUT deltas (or FANOUT segments of one level) it writes them as one segment (putIfAbsent under a key
+ * derived from what it merges, so two writers compacting the same set write one object) and then deletes
+ * them. Writers racing on different sets, or a crash between write and delete, leave an entry in two
+ * objects; readers de-duplicate by id (the latest `indexedAt` wins), so that costs bytes, never
+ * correctness. A partition therefore holds fewer than FANOUT deltas per live writer (plus what one pass
+ * has not merged yet) and < FANOUT segments per level: reading one is a bounded number of GETs whatever
  * the campaign's size.
  */
 import { createHash } from 'node:crypto';
@@ -210,6 +213,15 @@ export async function compactPartition(
  */
 const compacting = new Map<string, { again: boolean; done: Promise<void> }>();
 
+/**
+ * Deltas this process appended to each partition since it last started a compaction pass there. A pass
+ * lists the partition, so it runs only when it can find a full batch of this process's own deltas (every
+ * FANOUT appends) and once on a process's first append to a partition, which merges what earlier writers
+ * (a killed env worker) left below a full batch. A partition thus holds fewer than FANOUT deltas per live
+ * writer plus what one pass has not merged yet: a bounded number of objects to read.
+ */
+const appendsSincePass = new Map<string, number>();
+
 function scheduleCompaction(store: ObjectStore, campaignId: string, stream: IndexStream, partition: string): void {
   const id = `${store.bucket}/${indexKeys.partition(campaignId, stream, partition)}`;
   const running = compacting.get(id);
@@ -229,17 +241,30 @@ function scheduleCompaction(store: ObjectStore, campaignId: string, stream: Inde
   compacting.set(id, state);
 }
 
+function noteAppend(store: ObjectStore, campaignId: string, stream: IndexStream, partition: string): void {
+  const id = `${store.bucket}/${indexKeys.partition(campaignId, stream, partition)}`;
+  const since = appendsSincePass.get(id);
+  if (since !== undefined && since + 1 < FANOUT) {
+    appendsSincePass.set(id, since + 1);
+    return;
+  }
+  appendsSincePass.set(id, 0);
+  scheduleCompaction(store, campaignId, stream, partition);
+}
+
 /** Resolves when the background compactions this process started have finished (tests, benchmarks, shutdown). */
 export async function compactionsSettled(): Promise<void> {
   while (compacting.size > 0) await Promise.all([...compacting.values()].map((c) => c.done));
 }
 
-/** Writes one delta per partition (in parallel), then compacts those partitions in the background. */
-async function append(
+type IndexEntry = TrajectoryIndexEntry | DiscardIndexEntry;
+
+/** Writes one delta per partition (in parallel), then counts the appends towards compaction. */
+async function writeDeltas(
   store: ObjectStore,
   campaignId: string,
   stream: IndexStream,
-  byPartition: Map<string, Array<TrajectoryIndexEntry | DiscardIndexEntry>>,
+  byPartition: Map<string, IndexEntry[]>,
   now: number
 ): Promise<void> {
   await Promise.all(
@@ -249,7 +274,90 @@ async function append(
       await store.putBytes(`${prefix}d-${pad13(now)}-${shortHash(body)}.jsonl`, body, 'application/x-ndjson');
     })
   );
-  for (const p of byPartition.keys()) scheduleCompaction(store, campaignId, stream, p);
+  for (const p of byPartition.keys()) noteAppend(store, campaignId, stream, p);
+}
+
+interface PendingAppend {
+  byPartition: Map<string, IndexEntry[]>;
+  /** The earliest `now` of the appends in it: the delta's name. */
+  now: number;
+  written: Promise<void>;
+  settle: (err?: unknown) => void;
+}
+
+/**
+ * Group commit of one (bucket, campaign, stream)'s appends: an append waits until a delta holding its
+ * entries is stored (as a lone append did), but the appends that arrive while one write is in flight
+ * share the next one. An env worker running many episodes thus writes one delta per partition per round
+ * trip instead of one per episode and partition; at low load nothing waits longer than before.
+ */
+class AppendBatcher {
+  private pending: PendingAppend | null = null;
+  private flushing = false;
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly campaignId: string,
+    private readonly stream: IndexStream
+  ) {}
+
+  append(byPartition: Map<string, IndexEntry[]>, now: number): Promise<void> {
+    if (!this.pending) {
+      let settle: (err?: unknown) => void = () => undefined;
+      const written = new Promise<void>((resolve, reject) => {
+        settle = (err) => (err === undefined ? resolve() : reject(err instanceof Error ? err : new Error(String(err))));
+      });
+      this.pending = { byPartition: new Map(), now, written, settle };
+    }
+    const batch = this.pending;
+    for (const [partition, entries] of byPartition)
+      batch.byPartition.set(partition, [...(batch.byPartition.get(partition) ?? []), ...entries]);
+    batch.now = Math.min(batch.now, now);
+    this.flushSoon();
+    return batch.written;
+  }
+
+  private flushSoon(): void {
+    if (this.flushing) return;
+    this.flushing = true;
+    // One macrotask of delay lets the appends of the same moment (a burst of finishing episodes) join.
+    setImmediate(() => {
+      const batch = this.pending;
+      this.pending = null;
+      if (!batch) {
+        this.flushing = false;
+        return;
+      }
+      writeDeltas(this.store, this.campaignId, this.stream, batch.byPartition, batch.now).then(
+        () => this.afterFlush(batch),
+        (err: unknown) => this.afterFlush(batch, err)
+      );
+    });
+  }
+
+  private afterFlush(batch: PendingAppend, err?: unknown): void {
+    batch.settle(err ?? undefined);
+    this.flushing = false;
+    if (this.pending) this.flushSoon();
+  }
+}
+
+const batchers = new WeakMap<ObjectStore, Map<string, AppendBatcher>>();
+
+/** Appends entries to their partitions' logs; resolves once they are stored (see AppendBatcher). */
+function append(
+  store: ObjectStore,
+  campaignId: string,
+  stream: IndexStream,
+  byPartition: Map<string, IndexEntry[]>,
+  now: number
+): Promise<void> {
+  let perStore = batchers.get(store);
+  if (!perStore) batchers.set(store, (perStore = new Map()));
+  const id = `${campaignId}\n${stream}`;
+  let batcher = perStore.get(id);
+  if (!batcher) perStore.set(id, (batcher = new AppendBatcher(store, campaignId, stream)));
+  return batcher.append(byPartition, now);
 }
 
 /**

@@ -48,6 +48,9 @@ export async function commitManifest(
   key: string,
   manifest: TrajectoryManifest
 ): Promise<ManifestCommit> {
+  // Nearly every commit is the first write of its key: try that before reading (a HEAD less per episode).
+  if ((await store.putJsonIfAbsent(key, manifest, TrajectoryManifestSchema)).written)
+    return { manifest, written: true };
   for (let round = 1; round <= COMMIT_ROUNDS; round++) {
     const current = await readCurrent(store, key);
     if (current === null) {

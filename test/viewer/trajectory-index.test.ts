@@ -124,3 +124,43 @@ function entryOf(m: TrajectoryManifest): Omit<TrajectoryIndexEntry, 'indexedAt'>
     createdAt: m.createdAt,
   };
 }
+
+test('appends that arrive together share a delta, and each resolves only once its entry is stored', async () => {
+  const n = 48;
+  const settled: boolean[] = [];
+  // A burst, as when many episodes of one env worker finish at once.
+  await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      await indexTrajectory(store, manifest('c4', i), T0 + i);
+      const read = await readPartition(store, 'c4', 'trajectories', partitions.task('click-target'));
+      settled.push(read.entries.some((e) => e.trajectoryId === manifest('c4', i).trajectoryId));
+    })
+  );
+  await compactionsSettled();
+  assert.equal(settled.length, n);
+  assert.ok(
+    settled.every((s) => s),
+    'an append resolved before its entry could be read'
+  );
+  const deltas = (await objectsIn('c4', partitions.task('click-target'))).filter((k) => /\/d-/.test(k));
+  // One append per delta would be 48; a burst is written in a few round trips.
+  assert.ok(deltas.length <= 4, `${deltas.length} deltas for one burst of ${n} appends`);
+  const r = await readPartition(store, 'c4', 'trajectories', partitions.version(3));
+  assert.equal(r.entries.length, n);
+});
+
+test("a process's first append to a partition merges the deltas an earlier writer left", async () => {
+  // What a killed writer leaves: a full batch of deltas it never compacted.
+  for (let i = 0; i < FANOUT; i++) {
+    const m = manifest('c5', i, { taskId: 'click-colour' });
+    const key = `${indexKeys.partition('c5', 'trajectories', partitions.task('click-colour'))}d-${String(T0 + i).padStart(13, '0')}-${i}.jsonl`;
+    await store.putBytes(key, Buffer.from(JSON.stringify({ ...entryOf(m), indexedAt: T0 + i })));
+  }
+  await indexTrajectory(store, manifest('c5', FANOUT, { taskId: 'click-colour' }), T0 + FANOUT);
+  await compactionsSettled();
+  const names = (await objectsIn('c5', partitions.task('click-colour'))).map((k) => k.split('/').at(-1)!);
+  assert.equal(names.filter((k) => k.startsWith('s1-')).length, 1, names.join(', '));
+  assert.equal(names.filter((k) => k.startsWith('d-')).length, 1, names.join(', '));
+  const r = await readPartition(store, 'c5', 'trajectories', partitions.task('click-colour'));
+  assert.equal(r.entries.length, FANOUT + 1);
+});
