@@ -228,8 +228,13 @@ export class ObjectStore {
 
   /** Reads a whole object, checking its length and sha256 (the recorded one, or `expectedSha256`). */
   async getBytes(key: string, expectedSha256?: string): Promise<Buffer> {
-    const stat = await this.call(key, () => this.client.statObject(this.bucket, key));
+    // One GET: its response headers carry the length and the recorded sha256. A HEAD before it doubled the
+    // requests of every read (trainer samples, index compaction) and could describe another write than the body.
     const stream = await this.call(key, () => this.client.getObject(this.bucket, key));
+    const stat = await this.lengthAndSha256(key, stream).catch((err: unknown) => {
+      (stream as { destroy?: () => void }).destroy?.();
+      throw err;
+    });
     const chunks: Buffer[] = [];
     try {
       for await (const chunk of stream) chunks.push(chunk as Buffer);
@@ -242,8 +247,7 @@ export class ObjectStore {
     const buf = Buffer.concat(chunks);
     if (buf.length !== stat.size)
       throw new CorruptObjectError(key, `truncated: read ${buf.length} of ${stat.size} bytes`);
-    const recorded = (stat.metaData as Record<string, string> | undefined)?.sha256;
-    const want = expectedSha256 ?? recorded;
+    const want = expectedSha256 ?? stat.sha256;
     if (want) {
       const got = sha256Hex(buf);
       if (got !== want)
@@ -253,6 +257,19 @@ export class ObjectStore {
         );
     }
     return buf;
+  }
+
+  /** A GET response's length and recorded sha256; a HEAD only when the response lacks them. */
+  private async lengthAndSha256(key: string, response: unknown): Promise<{ size: number; sha256?: string }> {
+    const headers = (response as { headers?: Record<string, string | string[] | undefined> }).headers;
+    const length = headers?.['content-length'];
+    if (typeof length === 'string' && /^\d+$/.test(length)) {
+      const sha = headers?.[SHA_META];
+      return { size: Number(length), ...(typeof sha === 'string' ? { sha256: sha } : {}) };
+    }
+    const stat = await this.call(key, () => this.client.statObject(this.bucket, key));
+    const sha = (stat.metaData as Record<string, string> | undefined)?.sha256;
+    return { size: stat.size, ...(sha ? { sha256: sha } : {}) };
   }
 
   async putJson<T>(key: string, value: T, schema?: z.ZodType<T>): Promise<ObjectRef> {
