@@ -13,7 +13,8 @@ import { TASK_QUEUES } from '../schemas/task-queues';
  * Env workers: one activity per episode (the unit of scheduling, as DART's rollout-wise scheduling), so an
  * env worker never runs more episodes than it has slots and no timeout grows with the queue: an episode
  * waits in Temporal's task queue (no schedule-to-start limit) until some worker has a free slot, then has
- * 15 minutes (seconds on the browser env, minutes on OSWorld); a heartbeat every step catches dead workers.
+ * 15 minutes (seconds on the browser env, minutes on OSWorld); a heartbeat every step catches dead workers
+ * (an episode that ends within its first 10 s sends none: activities/env/heartbeat-gate.ts).
  */
 export const envActivities = proxyActivities<EnvActivities>({
   taskQueue: TASK_QUEUES.env,

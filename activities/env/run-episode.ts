@@ -14,6 +14,7 @@ import { StepRecordSchema } from '../../schemas/records';
 import { keys } from '../../storage/keys';
 import { serializeJsonLines, sha256Hex, type ObjectStore } from '../../storage/object-store';
 import { indexTrajectory } from '../../storage/trajectory-index';
+import { heartbeatGate } from './heartbeat-gate';
 import { commitManifest } from './manifest-commit';
 import { EnvError } from '../../envs/errors';
 import { StorageUnavailableError } from '../../storage/errors';
@@ -55,9 +56,16 @@ export interface EpisodeHooks {
   attempt: number;
 }
 
-function temporalHooks(): EpisodeHooks {
+function temporalHooks(): EpisodeHooks & { dispose(): void } {
   const ctx = Context.current();
-  return { heartbeat: (d) => ctx.heartbeat(d), signal: ctx.cancellationSignal, attempt: ctx.info.attempt };
+  // Short episodes send no heartbeat at all (a server write each; see heartbeat-gate.ts).
+  const gate = heartbeatGate<EpisodeHeartbeat>((d) => ctx.heartbeat(d), ctx.info.heartbeatTimeoutMs);
+  return {
+    heartbeat: (d) => gate.heartbeat(d),
+    dispose: () => gate.dispose(),
+    signal: ctx.cancellationSignal,
+    attempt: ctx.info.attempt,
+  };
 }
 
 /** FNV-1a: per-step sampling seeds differ between episodes of one GRPO group (same task seed). */
@@ -312,7 +320,12 @@ export interface EnvActivities {
 export function createEnvActivities(deps: EnvActivityDeps): EnvActivities {
   return {
     async runEpisode(input: RunEpisodeInput): Promise<RunEpisodeResult> {
-      return runEpisodeCore(deps, input, temporalHooks());
+      const hooks = temporalHooks();
+      try {
+        return await runEpisodeCore(deps, input, hooks);
+      } finally {
+        hooks.dispose();
+      }
     },
     async runEpisodes(input: { episodes: RunEpisodeInput[] }): Promise<EpisodeOutcome[]> {
       const ctx = Context.current();
