@@ -264,6 +264,17 @@ export const EnvSchema = z
 export const EvalSchema = z
   .strictObject({
     everyVersions: posInt.default(5).describe('Evaluate every this many new policy versions.'),
+    sparseEveryVersions: posInt
+      .nullable()
+      .default(null)
+      .describe(
+        "While the training success of some held-out family (its tasks' last 16 rollout episodes, temperature 1) is below eval.sparseBelowRolloutSuccess, evaluate only every this many versions instead of eval.everyVersions: those evaluations only draw the curve far from the target, and their episodes go to RL instead. null = always eval.everyVersions."
+      ),
+    sparseBelowRolloutSuccess: prob
+      .default(0.7)
+      .describe(
+        'The training success below which eval.sparseEveryVersions applies (a family without rollout episodes yet counts as below).'
+      ),
     episodesPerTask: posInt.default(20).describe('Held-out greedy episodes per task family.'),
     sampledEpisodesPerTask: posInt
       .nullable()

@@ -104,4 +104,6 @@ export const LIVE_TUNABLE_FIELDS = [
   'campaign.maxEpisodes',
   'campaign.targetSuccess',
   'eval.everyVersions',
+  'eval.sparseEveryVersions',
+  'eval.sparseBelowRolloutSuccess',
 ] as const;

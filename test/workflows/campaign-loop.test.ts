@@ -279,6 +279,42 @@ test('an evaluation that meets the target is confirmed on the next served versio
   assert.equal(s.phase, 'draining', 'two in a row do');
 });
 
+test("eval.sparseEveryVersions: far from the target (a family's training success below the threshold) evaluations come sparser", () => {
+  // Versions at which evaluations start, serving one new version per tick, with task a's recent
+  // training rewards set before each tick.
+  const evalVersions = (evalConfig: Record<string, unknown>, rewardsAt: (v: number) => number[]): number[] => {
+    const s = state({ eval: evalConfig });
+    const seen: number[] = [];
+    for (let v = 0; v <= 12; v++) {
+      if (v > 0) {
+        adoptTrainedVersion(s, { version: v, fromVersion: v - 1 });
+        assert.ok(tick(s, { nowMs: v, continueAsNewDue: false }).some((a) => a.kind === 'startRollout'));
+        applyRolloutOutcome(s, { version: v, ok: true, servedVersions: { s1: v, s2: v } });
+      }
+      s.stats.a!.recentRewards = rewardsAt(v);
+      for (const a of tick(s, { nowMs: v, continueAsNewDue: false })) if (a.kind === 'startEval') seen.push(a.version);
+      s.evaluation = null;
+    }
+    return seen;
+  };
+  const low = () => [1, 0, 0, 0];
+  const high = () => [1, 1, 1, 0];
+  const sparse = { everyVersions: 2, sparseEveryVersions: 6, sparseBelowRolloutSuccess: 0.7 };
+  assert.deepEqual(evalVersions({ everyVersions: 2 }, low), [0, 2, 4, 6, 8, 10, 12], 'off (default): every 2');
+  assert.deepEqual(evalVersions(sparse, low), [0, 6, 12], 'training success 25 % < 70 %: every 6');
+  assert.deepEqual(evalVersions(sparse, high), [0, 2, 4, 6, 8, 10, 12], 'training success 75 %: every 2');
+  assert.deepEqual(
+    evalVersions(sparse, (v) => (v < 9 ? low() : high())),
+    [0, 6, 9, 11],
+    'once the family is near the target, an evaluation is due at once (3 versions since the last ≥ 2)'
+  );
+  assert.deepEqual(
+    evalVersions(sparse, () => []),
+    [0, 6, 12],
+    'a family with no rollout episodes yet counts as far'
+  );
+});
+
 test('stop drains: nothing new starts, the served head is evaluated, then the campaign completes', () => {
   const s = state();
   tick(s, { nowMs: 0, continueAsNewDue: false });

@@ -15,6 +15,7 @@ import {
   takeFromBuffer,
   shouldStop,
   evalMeetsTarget,
+  isSuccessReward,
   type BufferedGroup,
   type CampaignState,
   type GroupPlan,
@@ -125,11 +126,44 @@ export function confirmingTarget(s: CampaignState): boolean {
   return last !== undefined && evalMeetsTarget(last, c.targetSuccess, c.targetMinEpisodesPerFamily ?? 0);
 }
 
+/**
+ * Training success of each held-out family: the share of successes over its tasks' recent rollout episodes
+ * (temperature 1; null for a family without any yet). Pure bookkeeping from the task statistics.
+ */
+export function familyRolloutSuccess(s: CampaignState): Record<string, number | null> {
+  const familyOf = new Map(s.tasks.map((t) => [t.id, t.family]));
+  const sums: Record<string, { ok: number; n: number }> = {};
+  for (const t of s.heldOut) sums[t.family] = { ok: 0, n: 0 };
+  for (const st of Object.values(s.stats)) {
+    const acc = sums[familyOf.get(st.taskId) ?? ''];
+    if (!acc) continue;
+    for (const r of st.recentRewards) {
+      acc.ok += isSuccessReward(s, r) ? 1 : 0;
+      acc.n++;
+    }
+  }
+  return Object.fromEntries(Object.entries(sums).map(([f, a]) => [f, a.n === 0 ? null : a.ok / a.n]));
+}
+
+/**
+ * Versions between evaluations. Far from the target (some family's training success below
+ * eval.sparseBelowRolloutSuccess) an evaluation only adds a curve point, so with eval.sparseEveryVersions set
+ * they come sparser and their env time goes to RL; near it they come every eval.everyVersions, and a target
+ * met is confirmed on the next version.
+ */
+export function evalEveryVersions(s: CampaignState, ctx: Pick<TickContext, 'confirmTargetEarly'>): number {
+  if (ctx.confirmTargetEarly && confirmingTarget(s)) return 1;
+  const e = s.config.eval;
+  if (e.sparseEveryVersions === null || e.sparseEveryVersions <= e.everyVersions) return e.everyVersions;
+  const far = Object.values(familyRolloutSuccess(s)).some((sr) => sr === null || sr < e.sparseBelowRolloutSuccess);
+  return far ? e.sparseEveryVersions : e.everyVersions;
+}
+
 /** Evaluate once enough new versions are served (the curve point then measures what the servers serve). */
 function dueEval(s: CampaignState, ctx: TickContext): CampaignAction | null {
   const served = servedVersion(s);
   if (served === null || served === s.lastEvalVersion) return null;
-  const every = ctx.confirmTargetEarly && confirmingTarget(s) ? 1 : s.config.eval.everyVersions;
+  const every = evalEveryVersions(s, ctx);
   if (s.lastEvalVersion >= 0 && s.rolloutsSinceEval < every) return null;
   return startEval(s, ctx.nowMs, served);
 }
