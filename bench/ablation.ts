@@ -10,8 +10,9 @@
  *      [--final-eval 32] [--eval-every 512]   (--report: tables and charts from the JSON, no rerun) [--configs grpo,pool] [--suite all]
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { parseCampaignConfig } from '../config/load';
+import { parseCampaignConfig, readConfigFile } from '../config/load';
 import { BrowserEnvPool } from '../envs';
 import { loadInfraSettings, PROJECT_ROOT } from '../infra/settings';
 import { barChartSvg, lineChartSvg, writeSvgAsPng } from '../lib/charts';
@@ -25,7 +26,12 @@ import {
   summarizeConfig,
   type AblationRunLike,
   spread,
+  confidence95,
+  formatEffect,
+  lowStartFamilies,
+  pairedEffect,
   type ConfigSummary,
+  type Interval,
 } from './lib/ablation';
 import { runLocalRl, type LocalRlResult } from './lib/local-rl';
 import { benchOutDir } from './lib/output';
@@ -55,20 +61,29 @@ interface AblationJson {
   runs: Array<AblationRunLike & { stats: LocalRlResult['stats'] }>;
 }
 
-/** Markdown tables of an ablation result: overall, per family, and what each switch changed in the rollouts. */
+/** Markdown tables of an ablation result: overall with 95 % intervals, per family, the pool on near-0 % families, rollouts. */
 export function ablationMarkdown(data: AblationJson, summary: ConfigSummary[]): string {
   const { configs, runs, settings } = data;
   const families = settings.families;
-  const pp = (v: number) => `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}`;
+  const pct = (v: number) => (Number.isFinite(v) ? (v * 100).toFixed(1) : '—');
   const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
+  const ci = (i: Interval) => (i.n >= 2 ? `${pct(i.mean)} [${pct(i.lo)}, ${pct(i.hi)}]` : pct(i.mean));
+  const final = (r: AblationRunLike) => r.curve.at(-1)!.success;
+  const finalOf = (f: string) => (r: AblationRunLike) => r.curve.at(-1)!.perTask[f] ?? 0;
   const lines = [
-    `| # | configuration | final held-out success % (mean ± sd) | min–max % | change vs BC start (pp) | episodes to 90 % |`,
-    `|---|---|---|---|---|---|`,
-    `| 0 | BC warm start (start of every run) | ${formatPct(summary[0]!.start)} | ${(summary[0]!.start.min * 100).toFixed(1)}–${(summary[0]!.start.max * 100).toFixed(1)} | | |`,
+    `Greedy success in %; [a, b] = 95 % confidence interval of the mean over ${settings.seeds} seeds (Student's t). "Paired" effects take each seed's two runs (same BC start) and difference them; **real** = the interval excludes 0.`,
+    '',
+    `| # | configuration | final greedy % [95 % CI] | final T=1 % | change vs BC start, pp [95 % CI] | this component (paired vs the row above), pp | vs GRPO baseline (paired), pp | episodes to 90 % |`,
+    `|---|---|---|---|---|---|---|---|`,
+    `| 0 | BC warm start (start of every run) | ${ci(confidence95(runs.filter((r) => r.configId === configs[0]!.id).map((r) => r.curve[0]!.success)))} | | | | | |`,
     ...configs.map((c, i) => {
       const s = summary[i]!;
-      return `| ${i + 1} | ${c.label} | ${formatPct(s.final)} | ${(s.final.min * 100).toFixed(1)}–${(s.final.max * 100).toFixed(1)} | ${pp(s.gain.mean)} ± ${(s.gain.sd * 100).toFixed(1)} | ${formatEpisodesToTarget(s.episodesToTarget, settings.rlEpisodesPerRun)} |`;
+      const own = i === 0 ? '—' : formatEffect(pairedEffect(runs, configs[i - 1]!.id, c.id, final));
+      const vsBase = i === 0 ? '—' : formatEffect(pairedEffect(runs, configs[0]!.id, c.id, final));
+      return `| ${i + 1} | ${c.label} | ${ci(s.finalCi)} | ${s.finalSampled.n ? pct(s.finalSampled.mean) : '—'} | ${formatEffect(s.gainCi)} | ${own} | ${vsBase} | ${formatEpisodesToTarget(s.episodesToTarget, settings.rlEpisodesPerRun)} |`;
     }),
+    '',
+    'Final greedy success per family (%, mean ± sd over seeds):',
     '',
     `| # | ${families.join(' | ')} |`,
     `|---|${families.map(() => '---').join('|')}|`,
@@ -77,6 +92,25 @@ export function ablationMarkdown(data: AblationJson, summary: ConfigSummary[]): 
       (_, i) =>
         `| ${i + 1} | ${families.map((f) => formatPct(summary[i]!.finalPerFamily[f] ?? spread([]))).join(' | ')} |`
     ),
+  ];
+  const poolIdx = configs.findIndex((c) => c.id === 'pool');
+  const low = summary[0] ? lowStartFamilies(summary[0]) : [];
+  if (poolIdx > 0 && low.length > 0) {
+    const before = configs[poolIdx - 1]!;
+    lines.push(
+      '',
+      `The experience pool on the families whose BC start is near 0 % (< 10 % averaged over seeds): configuration ${poolIdx + 1} against ${poolIdx} (${before.label}), paired by seed, final greedy success:`,
+      '',
+      `| family | BC start % | ${before.label} % | + experience pool % | pool effect (paired), pp |`,
+      `|---|---|---|---|---|`,
+      ...low.map(
+        (f) =>
+          `| ${f} | ${formatPct(summary[0]!.startPerFamily[f]!)} | ${formatPct(summary[poolIdx - 1]!.finalPerFamily[f] ?? spread([]))} | ${formatPct(summary[poolIdx]!.finalPerFamily[f] ?? spread([]))} | ${formatEffect(pairedEffect(runs, before.id, 'pool', finalOf(f)))} |`
+      ),
+      `| all ${low.length} together | | | | ${formatEffect(pairedEffect(runs, before.id, 'pool', (r) => mean(low.map((f) => finalOf(f)(r)))))} |`
+    );
+  }
+  lines.push(
     '',
     `| # | mean rollouts per group n̄ | mean steps per episode | train steps | groups trained / skipped | groups with a pooled success | wall s per run |`,
     `|---|---|---|---|---|---|---|`,
@@ -84,8 +118,8 @@ export function ablationMarkdown(data: AblationJson, summary: ConfigSummary[]): 
       const rs = runs.filter((r) => r.configId === c.id);
       const st = (f: (x: LocalRlResult['stats']) => number) => mean(rs.map((r) => f(r.stats)));
       return `| ${i + 1} | ${st((x) => x.meanRolloutN).toFixed(2)} | ${st((x) => x.meanEpisodeSteps).toFixed(2)} | ${st((x) => x.trainSteps).toFixed(1)} | ${st((x) => x.trainedGroups).toFixed(0)} / ${st((x) => x.skippedGroups).toFixed(0)} | ${st((x) => x.injectedGroups).toFixed(1)} | ${summary[i]!.seconds.mean.toFixed(0)} |`;
-    }),
-  ];
+    })
+  );
   return lines.join('\n');
 }
 
@@ -119,7 +153,16 @@ export async function benchAblation(args: string[]): Promise<void> {
   const tasks = loadSuite(suite).taskSpecs;
   const settings = loadInfraSettings();
   const store = ObjectStore.fromSettings(settings).withBucket('dartflow-bench');
-  const baseTrainer = { learningRate: 3e-3, klBeta: 0, epochs: 2, minibatchSize: 64 };
+  // The quickstart's RL trainer (configs/quickstart.yaml: BC rate 3e-3, RL rate 1e-3, the issue-14 sweep's
+  // settings), so the ablation measures the components with the trainer users get.
+  const qs = parseCampaignConfig(readConfigFile(path.join(PROJECT_ROOT, 'configs/quickstart.yaml'))).trainer;
+  const baseTrainer = {
+    learningRate: qs.learningRate,
+    rlLearningRate: qs.rlLearningRate,
+    klBeta: qs.klBeta,
+    epochs: qs.epochs,
+    minibatchSize: qs.minibatchSize,
+  };
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
   const outDir = benchOutDir();
   const outFile = path.join(outDir, quick ? 'ablation-quick.json' : 'ablation.json');
@@ -141,6 +184,7 @@ export async function benchAblation(args: string[]): Promise<void> {
     target: TARGET,
   };
   const started = Date.now();
+  const loadAtStart = os.loadavg()[0]!;
   const bcRuns: Array<{
     seed: number;
     campaignId: string;
@@ -156,7 +200,7 @@ export async function benchAblation(args: string[]): Promise<void> {
       JSON.stringify(
         {
           measuredAt: new Date().toISOString(),
-          machine: '2-core x86-64 (shared with 3 other agents while measured)',
+          machine: `2-core x86-64; 1-minute load average ${loadAtStart.toFixed(1)} at the start, ${os.loadavg()[0]!.toFixed(1)} when written`,
           command: `npm run bench -- ablation ${args.join(' ')}`.trim(),
           wallSeconds: (Date.now() - started) / 1000,
           settings: settingsOut,

@@ -78,6 +78,8 @@ export interface CurvePointLike {
   seconds: number;
   success: number;
   perTask: Record<string, number>;
+  /** Temperature-1 success on the same held-out seeds (issue 14.6), when measured. */
+  sampledSuccess?: number;
 }
 
 /**
@@ -111,8 +113,13 @@ export interface ConfigSummary {
   /** Final held-out success, overall and per family, over seeds. */
   final: Spread;
   finalPerFamily: Record<string, Spread>;
+  /** 95 % confidence interval of the mean final success over seeds. */
+  finalCi: Interval;
+  /** Final temperature-1 success over seeds (runs that measured it). */
+  finalSampled: Spread;
   /** Gain over the seed's start checkpoint (final − first evaluation), over seeds. */
   gain: Spread;
+  gainCi: Interval;
   /** Episodes to the target per seed (null: not reached within the run's budget). */
   episodesToTarget: Array<number | null>;
   /** Mean over seeds of the best evaluation of each run. */
@@ -138,6 +145,9 @@ export function summarizeConfig(configId: string, runs: readonly AblationRunLike
     start: spread(mine.map((r) => r.curve[0]!.success)),
     startPerFamily: Object.fromEntries(families.map((f) => [f, spread(mine.map((r) => r.curve[0]!.perTask[f] ?? 0))])),
     final: spread(finals.map((p) => p.success)),
+    finalCi: confidence95(finals.map((p) => p.success)),
+    finalSampled: spread(finals.flatMap((p) => (p.sampledSuccess === undefined ? [] : [p.sampledSuccess]))),
+    gainCi: confidence95(mine.map((r) => r.curve.at(-1)!.success - r.curve[0]!.success)),
     finalPerFamily: Object.fromEntries(families.map((f) => [f, spread(finals.map((p) => p.perTask[f] ?? 0))])),
     gain: spread(mine.map((r) => r.curve.at(-1)!.success - r.curve[0]!.success)),
     episodesToTarget: mine.map((r) => episodesToTarget(r.curve, target)),
@@ -158,4 +168,68 @@ export function formatEpisodesToTarget(values: ReadonlyArray<number | null>, bud
   const reached = values.filter((v): v is number => v !== null);
   if (reached.length === 0) return `not reached within ${budget.toLocaleString('en-US')}`;
   return `${values.map((v) => (v === null ? '—' : v.toLocaleString('en-US'))).join(' / ')} (${reached.length} of ${values.length})`;
+}
+
+/** Two-sided 97.5 % quantiles of Student's t for df = 1…30 (beyond: the normal 1.96). */
+const T975 = [
+  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11,
+  2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
+];
+
+export function tQuantile975(df: number): number {
+  if (!Number.isInteger(df) || df < 1) throw new Error(`tQuantile975: df must be an integer ≥ 1, got ${df}`);
+  return df <= T975.length ? T975[df - 1]! : 1.96;
+}
+
+export interface Interval {
+  mean: number;
+  /** 95 % confidence interval of the mean (Student's t over the seeds); NaN with fewer than 2 values. */
+  lo: number;
+  hi: number;
+  n: number;
+}
+
+/** Mean and its 95 % confidence interval over independent values (one per seed). */
+export function confidence95(values: readonly number[]): Interval {
+  const s = spread(values);
+  if (s.n < 2) return { mean: s.mean, lo: NaN, hi: NaN, n: s.n };
+  const half = (tQuantile975(s.n - 1) * s.sd) / Math.sqrt(s.n);
+  return { mean: s.mean, lo: s.mean - half, hi: s.mean + half, n: s.n };
+}
+
+/** An effect is "real at this budget" when its 95 % interval excludes 0. */
+export const excludesZero = (i: Interval): boolean => i.n >= 2 && (i.lo > 0 || i.hi < 0);
+
+/**
+ * Paired effect of configuration `b` over `a`: per seed, value(b's run) − value(a's run), over the seeds
+ * that have both runs (the same BC start, so seed-to-seed differences cancel), with its 95 % interval.
+ */
+export function pairedEffect<R extends Pick<AblationRunLike, 'configId' | 'seed'>>(
+  runs: readonly R[],
+  a: string,
+  b: string,
+  value: (r: R) => number
+): Interval & { perSeed: Array<{ seed: number; diff: number }> } {
+  const perSeed: Array<{ seed: number; diff: number }> = [];
+  for (const rb of runs.filter((r) => r.configId === b)) {
+    const ra = runs.find((r) => r.configId === a && r.seed === rb.seed);
+    if (ra) perSeed.push({ seed: rb.seed, diff: value(rb) - value(ra) });
+  }
+  return { ...confidence95(perSeed.map((p) => p.diff)), perSeed };
+}
+
+/** "+4.2 [−1.0, +9.4]" in percentage points; "real" marks an interval that excludes 0. */
+export function formatEffect(i: Interval): string {
+  const pp = (v: number) => `${v >= 0 ? '+' : '−'}${Math.abs(v * 100).toFixed(1)}`;
+  if (i.n === 0) return '—';
+  if (i.n < 2) return `${pp(i.mean)} (1 seed)`;
+  return `${pp(i.mean)} [${pp(i.lo)}, ${pp(i.hi)}]${excludesZero(i) ? ' **real**' : ''}`;
+}
+
+/** Families whose start checkpoint's held-out success, averaged over seeds, is below `below` (near 0 %). */
+export function lowStartFamilies(summary: Pick<ConfigSummary, 'startPerFamily'>, below = 0.1): string[] {
+  return Object.entries(summary.startPerFamily)
+    .filter(([, s]) => s.n > 0 && s.mean < below)
+    .map(([f]) => f)
+    .sort();
 }

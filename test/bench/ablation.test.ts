@@ -6,7 +6,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   ablationConfigs,
+  confidence95,
   episodesToTarget,
+  excludesZero,
+  formatEffect,
+  lowStartFamilies,
+  pairedEffect,
+  tQuantile975,
   formatEpisodesToTarget,
   formatPct,
   spread,
@@ -121,4 +127,55 @@ test('summarizeConfig: final success and gain over seeds, per family, mean curve
   );
   assert.equal(s.seconds.mean, 110);
   assert.deepEqual(summarizeConfig('y', runs, 0.9).episodesToTarget, [1024]);
+});
+
+test('confidence95: Student-t interval of the mean over seeds; none for one seed', () => {
+  assert.equal(tQuantile975(4), 2.776);
+  assert.equal(tQuantile975(100), 1.96);
+  assert.throws(() => tQuantile975(0), /df must be an integer ≥ 1/);
+  // 5 seeds [0.4, 0.5, 0.6, 0.5, 0.5]: mean 0.5, sample sd √(0.02 / 4) → half-width t(4) · sd / √5.
+  const i = confidence95([0.4, 0.5, 0.6, 0.5, 0.5]);
+  const half = (2.776 * Math.sqrt(0.02 / 4)) / Math.sqrt(5);
+  assert.ok(Math.abs(i.mean - 0.5) < 1e-12);
+  assert.ok(Math.abs(i.lo - (0.5 - half)) < 1e-9 && Math.abs(i.hi - (0.5 + half)) < 1e-9);
+  assert.ok(Number.isNaN(confidence95([0.3]).lo));
+  assert.equal(excludesZero(confidence95([0.3])), false, 'one seed is never "real"');
+});
+
+test('pairedEffect: per-seed differences of two configurations, real only when the interval excludes 0', () => {
+  const run = (configId: string, seed: number, success: number) => ({
+    configId,
+    seed,
+    curve: [
+      { episodes: 0, seconds: 0, success: 0.3, perTask: {} },
+      { episodes: 1024, seconds: 1, success, perTask: {} },
+    ],
+  });
+  const final = (r: { curve: Array<{ success: number }> }) => r.curve.at(-1)!.success;
+  // A large seed-to-seed spread (0.2 … 0.6) but the same +0.05 on every seed: paired, the effect is real.
+  const consistent = [0.2, 0.3, 0.4, 0.5, 0.6].flatMap((b, k) => [
+    run('a', k + 1, b),
+    run('b', k + 1, b + 0.05 + 0.001 * k),
+  ]);
+  const e = pairedEffect(consistent, 'a', 'b', final);
+  assert.equal(e.n, 5);
+  assert.ok(Math.abs(e.mean - 0.052) < 1e-12);
+  assert.ok(excludesZero(e));
+  assert.match(formatEffect(e), /^\+5\.2 \[\+\d\.\d, \+\d\.\d\] \*\*real\*\*$/);
+  // Differences of both signs: not real.
+  const mixed = [0.1, -0.1, 0.05, -0.04, 0.02].flatMap((d, k) => [run('a', k + 1, 0.5), run('b', k + 1, 0.5 + d)]);
+  assert.equal(excludesZero(pairedEffect(mixed, 'a', 'b', final)), false);
+  // Seeds missing one of the two runs are left out, not paired with another seed.
+  assert.equal(pairedEffect([run('a', 1, 0.5), run('b', 2, 0.9)], 'a', 'b', final).n, 0);
+  assert.equal(formatEffect(pairedEffect([run('a', 1, 0.5), run('b', 2, 0.9)], 'a', 'b', final)), '—');
+});
+
+test('lowStartFamilies: families whose BC start averages below the threshold', () => {
+  const sp = (mean: number) => ({ mean, sd: 0, min: mean, max: mean, n: 3 });
+  assert.deepEqual(
+    lowStartFamilies({
+      startPerFamily: { 'enter-text': sp(0), 'click-target': sp(1), 'scroll-click': sp(0.05), x: sp(0.1) },
+    }),
+    ['enter-text', 'scroll-click']
+  );
 });
