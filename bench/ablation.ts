@@ -8,6 +8,7 @@
  * Writes docs/bench/ablation.json and ablation-{final,per-family,curves}.png.
  * Run: npm run bench -- ablation [--quick] [--seeds 3] [--episodes 1024] [--groups 8] [--bc 400] [--eval 16]
  *      [--final-eval 32] [--eval-every 512]   (--report: tables and charts from the JSON, no rerun) [--configs grpo,pool] [--suite all]
+ *      [--name ablation-pool]   (output base name: <name>.json and <name>-*.png; default ablation)
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -41,6 +42,15 @@ const TARGET = 0.9;
 function flag(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(name);
   return i >= 0 ? Number(args[i + 1]) : fallback;
+}
+
+/** Base name of the JSON and charts: `--name <name>` (e.g. a second ablation beside the published one), else ablation[-quick]. */
+function outputName(args: string[], quick: boolean): string {
+  const i = args.indexOf('--name');
+  if (i < 0) return quick ? 'ablation-quick' : 'ablation';
+  const name = args[i + 1] ?? '';
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) throw new Error(`--name ${name}: use lower-case letters, digits and dashes`);
+  return name;
 }
 
 /** The first k successful demos of each task: the pre-collected successes of the pool (§4.8). */
@@ -95,6 +105,14 @@ export function ablationMarkdown(data: AblationJson, summary: ConfigSummary[]): 
   ];
   const poolIdx = configs.findIndex((c) => c.id === 'pool');
   const low = summary[0] ? lowStartFamilies(summary[0]) : [];
+  if (poolIdx > 0 && low.length === 0 && summary[0]) {
+    const lowest = Object.entries(summary[0].startPerFamily).sort((a, b) => a[1].mean - b[1].mean)[0];
+    if (lowest)
+      lines.push(
+        '',
+        `No family's BC start is near 0 % here (< 10 % averaged over seeds; the lowest is ${lowest[0]} at ${formatPct(lowest[1])} %), so this run cannot show the experience pool on zero-success families: run it from a weaker BC start (fewer \`--bc\` demos).`
+      );
+  }
   if (poolIdx > 0 && low.length > 0) {
     const before = configs[poolIdx - 1]!;
     lines.push(
@@ -137,7 +155,7 @@ async function ablationReport(file: string): Promise<void> {
 export async function benchAblation(args: string[]): Promise<void> {
   const quick = args.includes('--quick');
   if (args.includes('--report')) {
-    const name = quick ? 'ablation-quick.json' : 'ablation.json';
+    const name = `${outputName(args, quick)}.json`;
     return ablationReport(path.join(benchOutDir(), name));
   }
   const seeds = flag(args, '--seeds', quick ? 1 : 3);
@@ -165,7 +183,7 @@ export async function benchAblation(args: string[]): Promise<void> {
   };
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
   const outDir = benchOutDir();
-  const outFile = path.join(outDir, quick ? 'ablation-quick.json' : 'ablation.json');
+  const outFile = path.join(outDir, `${outputName(args, quick)}.json`);
   fs.mkdirSync(outDir, { recursive: true });
   const settingsOut = {
     suite,
@@ -289,7 +307,7 @@ export async function benchAblation(args: string[]): Promise<void> {
   const summary = configs.map((c) => summarizeConfig(c.id, runs, TARGET));
   write(summary);
   console.log(ablationMarkdown({ settings: settingsOut, configs, runs }, summary));
-  await ablationCharts(outDir, quick ? 'ablation-quick' : 'ablation', configs, summary, settings.chromiumPath);
+  await ablationCharts(outDir, outputName(args, quick), configs, summary, settings.chromiumPath);
   console.log(`[bench ablation] wrote ${path.relative(PROJECT_ROOT, outFile)} and charts`);
 }
 
