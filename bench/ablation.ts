@@ -27,8 +27,8 @@ import {
   summarizeConfig,
   type AblationRunLike,
   spread,
-  confidence95,
   formatEffect,
+  intervalOf,
   lowStartFamilies,
   pairedEffect,
   type ConfigSummary,
@@ -85,12 +85,12 @@ export function ablationMarkdown(data: AblationJson, summary: ConfigSummary[]): 
     '',
     `| # | configuration | final greedy % [95 % CI] | final T=1 % | change vs BC start, pp [95 % CI] | this component (paired vs the row above), pp | vs GRPO baseline (paired), pp | episodes to 90 % |`,
     `|---|---|---|---|---|---|---|---|`,
-    `| 0 | BC warm start (start of every run) | ${ci(confidence95(runs.filter((r) => r.configId === configs[0]!.id).map((r) => r.curve[0]!.success)))} | | | | | |`,
+    `| 0 | BC warm start (start of every run) | ${ci(intervalOf(summary[0]!.start))} | | | | | |`,
     ...configs.map((c, i) => {
       const s = summary[i]!;
       const own = i === 0 ? '—' : formatEffect(pairedEffect(runs, configs[i - 1]!.id, c.id, final));
       const vsBase = i === 0 ? '—' : formatEffect(pairedEffect(runs, configs[0]!.id, c.id, final));
-      return `| ${i + 1} | ${c.label} | ${ci(s.finalCi)} | ${s.finalSampled.n ? pct(s.finalSampled.mean) : '—'} | ${formatEffect(s.gainCi)} | ${own} | ${vsBase} | ${formatEpisodesToTarget(s.episodesToTarget, settings.rlEpisodesPerRun)} |`;
+      return `| ${i + 1} | ${c.label} | ${ci(intervalOf(s.final))} | ${s.finalSampled.n ? pct(s.finalSampled.mean) : '—'} | ${formatEffect(intervalOf(s.gain))} | ${own} | ${vsBase} | ${formatEpisodesToTarget(s.episodesToTarget, settings.rlEpisodesPerRun)} |`;
     }),
     '',
     'Final greedy success per family (%, mean ± sd over seeds):',

@@ -113,13 +113,10 @@ export interface ConfigSummary {
   /** Final held-out success, overall and per family, over seeds. */
   final: Spread;
   finalPerFamily: Record<string, Spread>;
-  /** 95 % confidence interval of the mean final success over seeds. */
-  finalCi: Interval;
   /** Final temperature-1 success over seeds (runs that measured it). */
   finalSampled: Spread;
   /** Gain over the seed's start checkpoint (final − first evaluation), over seeds. */
   gain: Spread;
-  gainCi: Interval;
   /** Episodes to the target per seed (null: not reached within the run's budget). */
   episodesToTarget: Array<number | null>;
   /** Mean over seeds of the best evaluation of each run. */
@@ -145,9 +142,7 @@ export function summarizeConfig(configId: string, runs: readonly AblationRunLike
     start: spread(mine.map((r) => r.curve[0]!.success)),
     startPerFamily: Object.fromEntries(families.map((f) => [f, spread(mine.map((r) => r.curve[0]!.perTask[f] ?? 0))])),
     final: spread(finals.map((p) => p.success)),
-    finalCi: confidence95(finals.map((p) => p.success)),
     finalSampled: spread(finals.flatMap((p) => (p.sampledSuccess === undefined ? [] : [p.sampledSuccess]))),
-    gainCi: confidence95(mine.map((r) => r.curve.at(-1)!.success - r.curve[0]!.success)),
     finalPerFamily: Object.fromEntries(families.map((f) => [f, spread(finals.map((p) => p.perTask[f] ?? 0))])),
     gain: spread(mine.map((r) => r.curve.at(-1)!.success - r.curve[0]!.success)),
     episodesToTarget: mine.map((r) => episodesToTarget(r.curve, target)),
@@ -189,13 +184,15 @@ export interface Interval {
   n: number;
 }
 
-/** Mean and its 95 % confidence interval over independent values (one per seed). */
-export function confidence95(values: readonly number[]): Interval {
-  const s = spread(values);
+/** The 95 % confidence interval of a spread's mean (its values independent, one per seed). */
+export function intervalOf(s: Spread): Interval {
   if (s.n < 2) return { mean: s.mean, lo: NaN, hi: NaN, n: s.n };
   const half = (tQuantile975(s.n - 1) * s.sd) / Math.sqrt(s.n);
   return { mean: s.mean, lo: s.mean - half, hi: s.mean + half, n: s.n };
 }
+
+/** Mean and its 95 % confidence interval over independent values (one per seed). */
+export const confidence95 = (values: readonly number[]): Interval => intervalOf(spread(values));
 
 /** An effect is "real at this budget" when its 95 % interval excludes 0. */
 export const excludesZero = (i: Interval): boolean => i.n >= 2 && (i.lo > 0 || i.hi < 0);
