@@ -402,10 +402,14 @@ export class ObjectStore {
   }
 
   /** All keys under a prefix, sorted. */
-  async list(prefix: string): Promise<string[]> {
+  /**
+   * Every key under `prefix`, sorted. `startAfter` (a key) skips the keys up to and including it on the
+   * server, so a reader of the newest entries of a long, ordered prefix does not page through all of it.
+   */
+  async list(prefix: string, startAfter?: string): Promise<string[]> {
     return this.call(prefix, async () => {
       const out: string[] = [];
-      const stream = this.client.listObjectsV2(this.bucket, prefix, true);
+      const stream = this.client.listObjectsV2(this.bucket, prefix, true, startAfter ?? '');
       for await (const item of stream as AsyncIterable<{ name?: string }>) if (item.name) out.push(item.name);
       return out.sort();
     });

@@ -192,6 +192,26 @@ export async function listCheckpoints(store: ObjectStore, campaignId: string): P
   return out.sort((a, b) => a.version - b.version);
 }
 
+/**
+ * The manifests of the versions above `version`, by version: all a train step from `version` has to read
+ * (a claim is always max + 1 ≥ version + 1, so any checkpoint an attempt of that step wrote is there). The
+ * listing starts after `version`'s own keys, so a step's cost does not grow with the campaign's length
+ * (reading every manifest made each train step of a 500-version soak ≈ 1,000 GETs slower).
+ */
+export async function listCheckpointsAbove(
+  store: ObjectStore,
+  campaignId: string,
+  version: number
+): Promise<CheckpointManifest[]> {
+  const names = await store.list(keys.checkpointPrefix(campaignId), keys.checkpointManifest(campaignId, version));
+  const out: CheckpointManifest[] = [];
+  for (const key of names) {
+    const m = /\/v(\d+)\/manifest\.json$/.exec(key);
+    if (m && Number(m[1]) > version) out.push(await store.getJson(key, CheckpointManifestSchema));
+  }
+  return out.sort((a, b) => a.version - b.version);
+}
+
 /** Checkpoint v0 from the policy seed, written once (idempotent). Returns its version (0). */
 export async function ensureInitialCheckpoint(
   store: ObjectStore,

@@ -2,10 +2,11 @@
  * Commits a train step exactly once, even while two attempts of it are alive at the same time (a worker
  * presumed dead after a heartbeat timeout keeps running while Temporal's retry trains on another one).
  *
- * 1. The version. The manifests are listed once: one that already carries this step's ledgerKey is the
- *    step's checkpoint (written by an earlier or concurrent attempt) and is adopted. Otherwise the attempt
- *    claims max + 1 with a conditional manifest PUT (its weights sit under attempt-unique keys until
- *    then); a refused claim lists again and decides again. So one step never gets two children of its
+ * 1. The version. The manifests above the step's parent are listed once (an attempt of this step can only
+ *    have claimed one of those): one that already carries this step's ledgerKey is the step's checkpoint
+ *    (written by an earlier or concurrent attempt) and is adopted. Otherwise the attempt claims max + 1
+ *    with a conditional manifest PUT (its weights sit under attempt-unique keys until then); a refused
+ *    claim lists again and decides again. So one step never gets two children of its
  *    parent, and one version number never names two sets of weights.
  * 2. The commit record: the ledger entry, written with a conditional PUT. The attempt whose PUT is refused
  *    returns the entry that won (same version, same checkpoint).
@@ -30,7 +31,7 @@ import {
 import { CorruptObjectError, ObjectNotFoundError } from '../../storage/errors';
 import { keys } from '../../storage/keys';
 import { sha256Hex, type ObjectStore } from '../../storage/object-store';
-import { claimCheckpointVersion, listCheckpoints, removeCheckpoint } from './checkpoints';
+import { claimCheckpointVersion, listCheckpointsAbove, removeCheckpoint } from './checkpoints';
 import type { SkippedGroup } from './samples';
 import type { TrainGroupRef, TrainStepResult } from './types';
 
@@ -92,18 +93,19 @@ async function readCommitted(
 }
 
 /**
- * Before training: the step's result if an earlier attempt committed it. Otherwise the checkpoint chain
- * the commit will list is read once now, so a damaged manifest refuses the step before the training work
- * rather than after it.
+ * Before training: the step's result if an earlier attempt committed it. Otherwise the manifests the
+ * commit will list (those above the step's parent `fromVersion`) are read once now, so a damaged one
+ * refuses the step before the training work rather than after it.
  */
 export async function committedOrChainReadable(
   store: ObjectStore,
   campaignId: string,
-  trainStep: number
+  trainStep: number,
+  fromVersion: number
 ): Promise<TrainStepResult | undefined> {
   const committed = await readCommitted(store, campaignId, trainStep);
   if (committed) return committed;
-  await listCheckpoints(store, campaignId);
+  await listCheckpointsAbove(store, campaignId, fromVersion);
   return undefined;
 }
 
@@ -115,14 +117,15 @@ async function settleVersion(
   attempt: string
 ): Promise<{ manifest: CheckpointManifest; claimedHere: boolean }> {
   for (let round = 0; round < MAX_VERSION_CLAIMS; round++) {
-    const all = await listCheckpoints(store, o.campaignId);
-    const written = all.find((m) => m.ledgerKey === ledgerKey);
+    const above = await listCheckpointsAbove(store, o.campaignId, o.fromVersion);
+    const written = above.find((m) => m.ledgerKey === ledgerKey);
     if (written) return { manifest: written, claimedHere: false };
     const claim = await claimCheckpointVersion(
       store,
       {
         campaignId: o.campaignId,
-        version: (all.at(-1)?.version ?? 0) + 1,
+        // The parent exists (the step read it), so with nothing above it the newest version is the parent.
+        version: (above.at(-1)?.version ?? o.fromVersion) + 1,
         parentVersion: o.fromVersion,
         spec: o.spec,
         weights: o.weights,

@@ -202,7 +202,7 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
   const started = Date.now();
   const spec = deps.spec ?? specForWidth(input.policy.width);
   try {
-    const committed = await committedOrChainReadable(store, input.campaignId, input.trainStep);
+    const committed = await committedOrChainReadable(store, input.campaignId, input.trainStep, input.fromVersion);
     if (committed) return committed;
     const current = await readCheckpoint(store, input.campaignId, input.fromVersion, spec, 'current');
     const reference =
@@ -299,7 +299,7 @@ export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneIn
   const heartbeat = deps.heartbeat ?? (() => undefined);
   const spec = deps.spec ?? specForWidth(input.policy.width);
   try {
-    const committed = await committedOrChainReadable(store, input.campaignId, input.trainStep);
+    const committed = await committedOrChainReadable(store, input.campaignId, input.trainStep, input.fromVersion);
     if (committed) return committed;
     const current = await readCheckpoint(store, input.campaignId, input.fromVersion, spec, 'current');
     const loaded = await loadTrainSamples(store, spec, input.demos, {

@@ -282,13 +282,12 @@ describe('trainer inputs deleted or damaged in MinIO', () => {
         /current checkpoint v1 .* is missing.*dartflow campaign pin/
       )
     );
-    // v0's manifest truncated (an older version, read while listing versions and as the KL reference)
+    // v0's manifest truncated, and a step from v0 (v1 above it is listed and read by the commit first)
     const mkey = keys.checkpointManifest(campaignId, 0);
     const bytes = await store.getBytes(mkey);
     await store.client.putObject(store.bucket, mkey, bytes.subarray(0, 40));
-    await store.client.putObject(store.bucket, keys.checkpointWeights(campaignId, 1), Buffer.from('restored')); // v1 still unusable
     await assert.rejects(
-      runTrainStep({ store }, input(campaignId, groups, { fromVersion: 1 })),
+      runTrainStep({ store }, input(campaignId, groups, { fromVersion: 0 })),
       nonRetryableFailure('CheckpointUnavailableError', mkey, /not valid JSON/)
     );
     assert.equal(await store.exists(keys.ledgerEntry(campaignId, 1)), false, 'nothing committed');

@@ -163,6 +163,42 @@ test('a crash between checkpoint and ledger write is completed on retry, not tra
   assert.equal(rows.filter((r) => r.selected).length / rows.length, completed.metrics.selectedFraction);
 });
 
+test('a train step reads only the manifests above its parent: its cost does not grow with the campaign, and a damaged old manifest does not stop it', async () => {
+  const campaignId = 'ts-long';
+  await ensureInitialCheckpoint(store, campaignId, spec, 0);
+  const v0 = await loadCheckpoint(store, campaignId, 0, spec);
+  const head = 30;
+  for (let version = 1; version <= head; version++)
+    await writeCheckpoint(store, { campaignId, version, parentVersion: version - 1, spec, weights: v0.weights });
+  // An old version's manifest damaged: the campaign's old history is not this step's business.
+  await store.client.putObject(store.bucket, keys.checkpointManifest(campaignId, 3), Buffer.from('{"trunc'));
+  const { groups } = await writeSyntheticGroups(store, spec, v0.weights, {
+    campaignId,
+    groups: 2,
+    perGroup: 4,
+    policyVersion: head,
+    seed: 7,
+  });
+  const manifestVersionsRead: number[] = [];
+  const getBytes = store.getBytes.bind(store);
+  store.getBytes = async (key, ...rest) => {
+    const m = /\/checkpoints\/v(\d+)\/manifest\.json$/.exec(key);
+    if (m) manifestVersionsRead.push(Number(m[1]));
+    return getBytes(key, ...rest);
+  };
+  try {
+    const result = await runTrainStep({ store }, input(campaignId, 1, head, groups));
+    assert.equal(result.version, head + 1);
+  } finally {
+    store.getBytes = getBytes;
+  }
+  const older = manifestVersionsRead.filter((v) => v > 0 && v < head);
+  assert.deepEqual(older, [], 'no manifest between v0 (the KL reference) and the parent is read');
+  assert.ok(manifestVersionsRead.includes(head), 'the parent is read');
+  // A retry of the committed step is answered from its ledger entry, still without the old manifests.
+  assert.equal((await runTrainStep({ store }, input(campaignId, 1, head, groups))).reused, true);
+});
+
 test('NaN in the checkpoint weights is refused and nothing new is written', async () => {
   const campaignId = 'ts-nan';
   await ensureInitialCheckpoint(store, campaignId, spec, 0);
