@@ -268,7 +268,7 @@ export const EvalSchema = z
       .nullable()
       .default(null)
       .describe(
-        "While the training success of some held-out family (its tasks' last 16 rollout episodes, temperature 1) is below eval.sparseBelowRolloutSuccess, evaluate only every this many versions instead of eval.everyVersions: those evaluations only draw the curve far from the target, and their episodes go to RL instead. null = always eval.everyVersions."
+        "While the training success of some held-out family (its tasks' last 16 rollout episodes, temperature 1) is below eval.sparseBelowRolloutSuccess, evaluate only every this many versions instead of eval.everyVersions: those evaluations only draw the curve far from the target, and their episodes go to RL instead (the behaviour-cloned version, the RL start point, is evaluated at once either way). null = always eval.everyVersions."
       ),
     sparseBelowRolloutSuccess: prob
       .default(0.7)

@@ -194,6 +194,12 @@ const TRIM_UNTRAINABLE_FIRST_PATCH = 'campaign-buffer-trims-untrainable-first';
 const CURATE_ON_SUCCESS_PATCH = 'campaign-curation-reads-success';
 /** An evaluation that meets the target is confirmed on the next served version (campaign-loop.ts confirmingTarget). */
 const CONFIRM_TARGET_EARLY_PATCH = 'campaign-confirm-target-early';
+/**
+ * The behaviour-cloned version is evaluated at once even under sparse evaluations (eval.sparseEveryVersions):
+ * it is the RL start point. Runs recorded before this change waited eval.everyVersions only, so with sparse
+ * evaluations the BC version went unevaluated and the first RL evaluation stood in for it.
+ */
+const BC_START_EVALUATED_PATCH = 'campaign-bc-start-evaluated';
 /** A child of an earlier run is described only after it had this long to report by itself. */
 const RECONCILE_AFTER_MS = 60_000;
 
@@ -1052,7 +1058,10 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       await warmStart();
       await execute([beginRollout(s, Date.now())].filter((a): a is CampaignAction => a !== null));
       await rolled();
-      s.rolloutsSinceEval = Math.max(s.rolloutsSinceEval, s.config.eval.everyVersions);
+      const cadence = patched(BC_START_EVALUATED_PATCH)
+        ? Math.max(s.config.eval.everyVersions, s.config.eval.sparseEveryVersions ?? 0)
+        : s.config.eval.everyVersions;
+      s.rolloutsSinceEval = Math.max(s.rolloutsSinceEval, cadence);
       s.phase = 'running';
     } else if (!s.stopRequested && patched('campaign-v0-served-before-rollouts')) {
       // Without a warm start too, v0 is served before the first group samples (a server with no model

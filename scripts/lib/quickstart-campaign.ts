@@ -97,13 +97,15 @@ export function campaignRunRecord(run: QuickstartRun, startedAtMs: number) {
 }
 
 /**
- * The evaluation of the behaviour-cloned start (the RL start point): the first evaluation of a version
- * newer than the first evaluated one, when the campaign had a BC warm start. Undefined without BC.
+ * The evaluation of the behaviour-cloned start (the RL start point), when the campaign had a BC warm start:
+ * the evaluation of the version right after the first evaluated one (the warm start evaluates the served
+ * version, then clones from it in the campaign's first train step). Undefined without BC, and when that
+ * version was not evaluated: a later version, evaluated after RL steps, must not stand in for the BC start.
  */
 export function bcStartEval(config: CampaignConfig, evals: readonly EvalPoint[]): EvalPoint | undefined {
   if (config.policy.bcWarmStartEpisodes <= 0 || evals.length === 0) return undefined;
   const first = evals[0]!.version;
-  return evals.find((e) => e.version > first);
+  return evals.find((e) => e.version === first + 1);
 }
 
 /** What the summary prints and bench/quickstart.ts records: BC start, RL lift, episodes and time apart. */
@@ -116,8 +118,9 @@ export interface QuickstartBreakdown {
   rlTrainSteps: number;
   bcDemos: number;
   evalEpisodes: number;
-  bcPhaseSeconds: number;
-  rlPhaseSeconds: number;
+  /** Null when the campaign had a BC warm start whose version was not evaluated (no phase boundary). */
+  bcPhaseSeconds: number | null;
+  rlPhaseSeconds: number | null;
   campaignSeconds: number;
   /** The stop rule held: the last `targetConsecutiveEvals` evaluations met the target. */
   targetMet: boolean;
@@ -156,17 +159,19 @@ export function quickstartBreakdown(config: CampaignConfig, result: CampaignResu
             config.campaign.targetMinEpisodesPerFamily
         )
     );
-  const bcPhaseSeconds = bc ? bc.atMs / 1000 : 0;
+  const hadBc = config.policy.bcWarmStartEpisodes > 0;
+  // Without the BC version's evaluation the phases have no boundary to time them by.
+  const bcPhaseSeconds = bc ? bc.atMs / 1000 : hadBc ? null : 0;
   return {
     bcStart: bc,
     final,
     liftPoints: lift,
     rlEpisodes: result.episodes,
-    rlTrainSteps: Math.max(0, result.trainSteps - (bc ? 1 : 0)),
+    rlTrainSteps: Math.max(0, result.trainSteps - (hadBc ? 1 : 0)),
     bcDemos: config.policy.bcWarmStartEpisodes,
     evalEpisodes: evals.reduce((a, e) => a + e.episodes + (e.sampledEpisodes ?? 0), 0),
     bcPhaseSeconds,
-    rlPhaseSeconds: result.wallMs / 1000 - bcPhaseSeconds,
+    rlPhaseSeconds: bcPhaseSeconds === null ? null : result.wallMs / 1000 - bcPhaseSeconds,
     campaignSeconds: result.wallMs / 1000,
     targetMet,
   };
@@ -219,7 +224,13 @@ export function breakdownLines(config: CampaignConfig, b: QuickstartBreakdown): 
   const lines: string[] = [];
   const signed = (v: number) => `${v >= 0 ? '+' : ''}${v.toFixed(0)}`;
   lines.push(
-    `BC start:   ${b.bcStart ? evalLine(b.bcStart) : 'n/a (no behaviour-cloning warm start)'}${b.bcStart ? ` — ${b.bcDemos} oracle demos × ${config.policy.bcEpochs} epochs` : ''}`
+    `BC start:   ${
+      b.bcStart
+        ? `${evalLine(b.bcStart)} — ${b.bcDemos} oracle demos × ${config.policy.bcEpochs} epochs`
+        : config.policy.bcWarmStartEpisodes > 0
+          ? 'not evaluated (the behaviour-cloned version has no evaluation of its own; no RL lift can be stated)'
+          : 'n/a (no behaviour-cloning warm start)'
+    }`
   );
   lines.push(`after RL:   ${b.final ? evalLine(b.final) : 'n/a'}`);
   if (b.liftPoints)
@@ -239,7 +250,9 @@ export function breakdownLines(config: CampaignConfig, b: QuickstartBreakdown): 
     `episodes:   ${b.rlEpisodes} RL rollout episodes in ${b.rlTrainSteps} RL train steps; ${b.bcDemos} BC demos; ${b.evalEpisodes} evaluation episodes (greedy + temperature 1)`
   );
   lines.push(
-    `time:       BC warm start ${(b.bcPhaseSeconds / 60).toFixed(1)} min (demos, cloning, first evaluations), RL ${(b.rlPhaseSeconds / 60).toFixed(1)} min, campaign ${(b.campaignSeconds / 60).toFixed(1)} min`
+    b.bcPhaseSeconds === null || b.rlPhaseSeconds === null
+      ? `time:       campaign ${(b.campaignSeconds / 60).toFixed(1)} min (BC and RL phases not timed: the BC version was not evaluated)`
+      : `time:       BC warm start ${(b.bcPhaseSeconds / 60).toFixed(1)} min (demos, cloning, first evaluations), RL ${(b.rlPhaseSeconds / 60).toFixed(1)} min, campaign ${(b.campaignSeconds / 60).toFixed(1)} min`
   );
   return lines;
 }

@@ -83,6 +83,19 @@ test('configs/quickstart.yaml: a weak BC start, the two-evaluation stop rule ove
   assert.ok(c.eval.episodesPerTask >= c.campaign.targetMinEpisodesPerFamily, 'evaluations are big enough to count');
 });
 
+/** A finished campaign whose final evaluation is the last of `evals`. */
+const campaignResult = (
+  evals: EvalPoint[],
+  r: Pick<CampaignResult, 'episodes' | 'trainSteps' | 'wallMs'>
+): CampaignResult => ({
+  campaignId: 'q',
+  policyVersion: evals.at(-1)!.version,
+  finalEval: evals.at(-1)!,
+  evals,
+  infraFailures: 0,
+  ...r,
+});
+
 test('quickstartBreakdown: BC start, RL lift (greedy and temperature 1), episodes and time apart', () => {
   const config = parseCampaignConfig({
     campaign: { id: 'q', targetSuccess: 0.9, targetConsecutiveEvals: 2, targetMinEpisodesPerFamily: 64 },
@@ -94,17 +107,7 @@ test('quickstartBreakdown: BC start, RL lift (greedy and temperature 1), episode
     point(6, { a: 1, b: 0.92 }, 64, { atMs: 400_000, sampledSuccessRate: 0.8, sampledEpisodes: 128 }),
     point(11, { a: 1, b: 0.95 }, 64, { atMs: 500_000, sampledSuccessRate: 0.85, sampledEpisodes: 128 }),
   ];
-  const result: CampaignResult = {
-    campaignId: 'q',
-    policyVersion: 11,
-    episodes: 2000,
-    trainSteps: 11,
-    finalEval: evals[3]!,
-    evals,
-    infraFailures: 0,
-    wallMs: 540_000,
-  };
-  const b = quickstartBreakdown(config, result);
+  const b = quickstartBreakdown(config, campaignResult(evals, { episodes: 2000, trainSteps: 11, wallMs: 540_000 }));
   assert.equal(b.bcStart?.version, 1);
   assert.equal(Math.round(b.liftPoints!.greedy), 35); // 62.5 % → 97.5 %
   assert.equal(Math.round(b.liftPoints!.sampled!), 55);
@@ -120,6 +123,24 @@ test('quickstartBreakdown: BC start, RL lift (greedy and temperature 1), episode
   assert.match(text, /temperature 1/);
   assert.match(text, /stop rule: .*met/);
   assert.match(text, /BC warm start 1\.0 min.*RL 8\.0 min/);
+});
+
+test('quickstartBreakdown: a later version evaluated after RL steps never stands in for an unevaluated BC start', () => {
+  const config = parseCampaignConfig({ campaign: { id: 'q' }, policy: { bcWarmStartEpisodes: 32, bcEpochs: 4 } });
+  const evals = [
+    point(0, { a: 0.05, b: 0.03 }, 64, { atMs: 17_000 }),
+    point(10, { a: 1, b: 0.36 }, 64, { atMs: 82_000, atEpisodes: 715 }),
+    point(85, { a: 1, b: 0.92 }, 64, { atMs: 686_000, atEpisodes: 7_511 }),
+  ];
+  const b = quickstartBreakdown(config, campaignResult(evals, { episodes: 7_553, trainSteps: 85, wallMs: 690_000 }));
+  assert.equal(b.bcStart, null);
+  assert.equal(b.liftPoints, null);
+  const text = breakdownLines(config, b).join('\n');
+  assert.match(text, /BC start: +not evaluated/);
+  assert.doesNotMatch(text, /^RL lift:/m);
+  assert.equal(b.rlTrainSteps, 84, 'the BC step is not an RL step, evaluated or not');
+  assert.equal(b.bcPhaseSeconds, null);
+  assert.match(text, /time: +campaign 11\.5 min \(BC and RL phases not timed/);
 });
 
 test('evalLine: greedy and temperature 1 side by side, with both episode counts when they differ', () => {

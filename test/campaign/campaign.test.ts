@@ -70,7 +70,14 @@ test('a campaign learns, continues-as-new, obeys pause/resume/setConfig and surv
       rollout: { envConcurrency: 8, maxSteps: 4 },
       policy: { bcWarmStartEpisodes: 48, bcEpochs: 10 },
       trainer: { learningRate: 3e-3, rlLearningRate: 1e-3, klBeta: 0, minGroups: 2, maxGroups: 4, epochs: 2 },
-      eval: { everyVersions: 4, episodesPerTask: 10, gateEveryVersions: 0 },
+      // Sparse evaluations while training success is below 99 %: the BC version is still evaluated at once.
+      eval: {
+        everyVersions: 4,
+        sparseEveryVersions: 8,
+        sparseBelowRolloutSuccess: 0.99,
+        episodesPerTask: 10,
+        gateEveryVersions: 0,
+      },
     },
     { continueAsNewAfterIterations: 6 }
   );
@@ -116,7 +123,17 @@ test('a campaign learns, continues-as-new, obeys pause/resume/setConfig and surv
   assert.ok(result.trainSteps >= 8, `train steps ${result.trainSteps}`);
   const first = result.evals[0]!;
   const last = result.finalEval!;
-  t.diagnostic(`evals: ${result.evals.map((e) => `v${e.version} ${e.successRate} ${JSON.stringify(e.perFamily)}`).join(' | ')}`);
+  assert.deepEqual(
+    result.evals.slice(0, 2).map((e) => [e.version, e.atEpisodes]),
+    [
+      [0, 0],
+      [1, 0],
+    ],
+    'v0, then the behaviour-cloned v1 before any RL episode (the RL start point), whatever the cadence'
+  );
+  t.diagnostic(
+    `evals: ${result.evals.map((e) => `v${e.version} ${e.successRate} ${JSON.stringify(e.perFamily)}`).join(' | ')}`
+  );
   assert.ok(last.successRate > first.successRate + 0.2, `success rose: ${first.successRate} → ${last.successRate}`);
 
   // continue-as-new happened and the state carried over (counters kept growing across runs)
