@@ -401,7 +401,6 @@ export class ObjectStore {
       );
   }
 
-  /** All keys under a prefix, sorted. */
   /**
    * Every key under `prefix`, sorted. `startAfter` (a key) skips the keys up to and including it on the
    * server, so a reader of the newest entries of a long, ordered prefix does not page through all of it.

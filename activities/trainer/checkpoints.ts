@@ -185,11 +185,8 @@ export async function claimCheckpointVersion(
 }
 
 /** All checkpoint manifests of a campaign, by version. */
-export async function listCheckpoints(store: ObjectStore, campaignId: string): Promise<CheckpointManifest[]> {
-  const manifests = (await store.list(keys.checkpointPrefix(campaignId))).filter((k) => k.endsWith('/manifest.json'));
-  const out: CheckpointManifest[] = [];
-  for (const key of manifests) out.push(await store.getJson(key, CheckpointManifestSchema));
-  return out.sort((a, b) => a.version - b.version);
+export function listCheckpoints(store: ObjectStore, campaignId: string): Promise<CheckpointManifest[]> {
+  return listCheckpointsAbove(store, campaignId, -1);
 }
 
 /**
@@ -203,7 +200,8 @@ export async function listCheckpointsAbove(
   campaignId: string,
   version: number
 ): Promise<CheckpointManifest[]> {
-  const names = await store.list(keys.checkpointPrefix(campaignId), keys.checkpointManifest(campaignId, version));
+  const startAfter = version >= 0 ? keys.checkpointManifest(campaignId, version) : undefined;
+  const names = await store.list(keys.checkpointPrefix(campaignId), startAfter);
   const out: CheckpointManifest[] = [];
   for (const key of names) {
     const m = /\/v(\d+)\/manifest\.json$/.exec(key);
