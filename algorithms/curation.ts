@@ -95,6 +95,34 @@ export function dynamicRolloutNumber(successRate: number | null, options?: Parti
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// Solved tasks take fewer turns (dartflow's extension, not in DART)
+
+/**
+ * A task is solved when each of its last `window` valid training rewards is a success (reward ≥ 1 for the
+ * 0/1 success indicators the campaign keeps). Fewer than `window` valid rewards is not enough evidence.
+ */
+export function isSolvedTask(rewardsNewestLast: readonly (number | null)[], window: number): boolean {
+  if (!Number.isInteger(window) || window < 1)
+    throw new InvalidArgumentError(`window must be an integer ≥ 1, got ${window}`);
+  const valid = rewardsNewestLast.filter((r, i): r is number => isValidReward(r, 'reward', i));
+  return valid.length >= window && valid.slice(-window).every((r) => r >= 1);
+}
+
+/**
+ * Whether a task takes its round-robin turn. DART gives every task a turn; even at 100 % success §4.6 still
+ * asks for n = 2 rollouts, whose equal rewards carry no GRPO signal and are skipped by the trainer. With
+ * `every` = k > 1 a solved task takes one turn in k (`turnsPassed` = its turns passed up since it last
+ * took one), so those episodes go to tasks that still teach something. `every` = 1 is DART's rule.
+ * A solved task keeps being sampled (it is never dropped): a regression shows in its rewards and turns it
+ * back into an unsolved task, which takes every turn again.
+ */
+export function takesTurn(solved: boolean, turnsPassed: number, every: number): boolean {
+  if (!Number.isInteger(every) || every < 1)
+    throw new InvalidArgumentError(`every must be an integer ≥ 1, got ${every}`);
+  return !solved || turnsPassed + 1 >= every;
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // §4.7 Dynamic trajectory length
 
 export interface DynamicMaxStepsOptions {

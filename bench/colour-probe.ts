@@ -23,7 +23,7 @@
  * Run: npx tsx bench/colour-probe.ts collect            (Chromium; caches screens in .data/bench/colour-probe)
  *      npx tsx bench/colour-probe.ts rl [--spec default|v2|v3] [--seeds 1,2,3] [--episodes 2000]
  *           [--lr 0.003] [--groups 8] [--n 8 | --dynamic] [--demos 16] [--bc-epochs 4] [--eval-every 250]
- *           [--entropy-coef 0] [--epochs 2] [--families click-colour[,click-target]] [--set field=value …] [--out file]
+ *           [--entropy-coef 0] [--epochs 2] [--families click-colour[,click-target]] [--solved-every 1] [--set field=value …] [--out file]
  *      npx tsx bench/colour-probe.ts campaign <campaignId> [--ref 1]   (a real campaign's checkpoints and ledger)
  *      npx tsx bench/colour-probe.ts render             (a few observations at the policy's 64×64 input, PNG)
  *      npx tsx bench/colour-probe.ts report a.json b.json  (markdown table of saved runs)
@@ -31,7 +31,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PNG } from 'pngjs';
-import { adamStep, createAdamState, createPrng, dynamicRolloutNumber, shuffled, type AdamState } from '../algorithms';
+import {
+  adamStep,
+  createAdamState,
+  createPrng,
+  dynamicRolloutNumber,
+  isSolvedTask,
+  shuffled,
+  takesTurn,
+  type AdamState,
+} from '../algorithms';
 import { grpoUpdate } from '../activities/trainer/grpo-update';
 import { actionMask, indexFromAction } from '../policy/action-space';
 import { encodeInstruction, encodePreviousAction, encodeScreenshot } from '../policy/observation';
@@ -439,6 +448,7 @@ async function rl(args: string[]): Promise<void> {
   const out = arg(args, '--out', '');
   const entropyCoef = Number(arg(args, '--entropy-coef', '0'));
   const epochs = Number(arg(args, '--epochs', '2'));
+  const solvedEvery = Number(arg(args, '--solved-every', '1'));
   const sets = trainerSets(args);
   // The probe's base is the pre-issue-14 quickstart trainer (lr 3e-3, 2 epochs, KL 0, carried Adam); --set
   // overrides any trainer field, e.g. --set rlLearningRate=0.001 --set klBeta=0.05 --set targetKl=0.02.
@@ -520,6 +530,20 @@ async function rl(args: string[]): Promise<void> {
       );
     };
     log(await diagnose(await evaluate(sess, w, held, 0)));
+    // Round-robin over families as planNextGroup does; with --solved-every k a solved family (its last 16
+    // rollout rewards all successes) takes one turn in k (algorithms/curation.ts takesTurn).
+    let cursor = 0;
+    const passed: Record<string, number> = Object.fromEntries(families.map((f) => [f, 0]));
+    const nextFamily = (): string => {
+      for (let tries = 0; ; tries++) {
+        const f = families[cursor++ % families.length]!;
+        if (tries + 1 >= families.length || takesTurn(isSolvedTask(recent[f]!, 16), passed[f]!, solvedEvery)) {
+          passed[f] = 0;
+          return f;
+        }
+        passed[f]!++;
+      }
+    };
     let nextEval = evalEvery;
     let round = 0;
     let lastEvalRound = 0;
@@ -527,7 +551,7 @@ async function rl(args: string[]): Promise<void> {
       round++;
       const eps: Array<{ enc: Enc; groupId: string; trajectoryId: string; seed: number; family: string }> = [];
       for (let gi = 0; gi < groups; gi++) {
-        const f = families[(round * groups + gi) % families.length]!;
+        const f = nextFamily();
         const enc = train[f]![Math.floor(rng.next() * train[f]!.length)]!;
         const last = recent[f]!.slice(-8);
         // Dynamic rollout number per family (DART §4.6, as planNextGroup reads the task's recent rewards).
@@ -621,6 +645,7 @@ async function rl(args: string[]): Promise<void> {
           dynamic,
           groups,
           n,
+          solvedEvery,
           demos,
           bcEpochs,
           families,

@@ -54,6 +54,8 @@ export interface TaskStats {
   hard: boolean;
   quarantined: boolean;
   poolSize: number;
+  /** Round-robin turns this solved task has passed up since it last took one (rollout.solvedTaskEvery > 1). */
+  turnsPassed?: number;
 }
 
 export interface EvalPoint {

@@ -84,6 +84,17 @@ export const RolloutSchema = z
       .nonnegative()
       .default(0)
       .describe('Steps added to the longest success [§4.7: unknown, 0].'),
+    solvedTaskEvery: posInt
+      .default(1)
+      .describe(
+        "A solved task (its last solvedTaskWindow training rewards all successes) takes one round-robin turn in this many; its other turns go to the next task. 1 = DART (every task every turn; a solved task still gets n = 2 rollouts whose equal rewards teach nothing). dartflow's extension, not in DART."
+      ),
+    solvedTaskWindow: posInt
+      .max(16)
+      .default(16)
+      .describe(
+        'Training rewards, newest first, that must all be successes for solvedTaskEvery to count a task as solved (at most the 16 the campaign keeps per task).'
+      ),
     temperature: z.number().positive().max(10).default(1.0).describe('Sampling temperature [§4.4: 1.0].'),
     envConcurrency: posInt
       .default(4)

@@ -10,8 +10,10 @@ import {
   groupEligibility,
   injectPooledSuccess,
   isHardTask,
+  isSolvedTask,
   recentSuccessRate,
   stepIsFresh,
+  takesTurn,
   trajectoryFreshness,
   type CandidateTrajectory,
 } from '../../algorithms/curation';
@@ -188,4 +190,24 @@ test('curateGroup: the §3.4 b–d pipeline', () => {
     assert.equal(m.trajectories.length, 8);
   }
   assert.equal(curateGroup(mixed.slice(0, 3), pool, rng).kind, 'skip');
+});
+
+test('isSolvedTask: the last `window` valid rewards all successes; infra failures are not evidence', () => {
+  assert.equal(isSolvedTask([1, 1, 1], 3), true);
+  assert.equal(isSolvedTask([1, 1], 3), false, 'too few rewards');
+  assert.equal(isSolvedTask([0, 1, 1, 1], 3), true, 'an old failure outside the window');
+  assert.equal(isSolvedTask([1, 1, 0, 1], 3), false);
+  assert.equal(isSolvedTask([1, null, 1, -1, 1], 3), true, 'null / −1 rows are skipped, not failures');
+  assert.equal(isSolvedTask([1, 1, 0.5], 3), false, 'a partial score is not a success');
+  assert.throws(() => isSolvedTask([1], 0), /window must be an integer ≥ 1/);
+});
+
+test('takesTurn: an unsolved task always; a solved one on every k-th turn; k = 1 is DART', () => {
+  assert.equal(takesTurn(false, 0, 4), true);
+  assert.deepEqual(
+    [0, 1, 2, 3].map((passed) => takesTurn(true, passed, 4)),
+    [false, false, false, true]
+  );
+  assert.equal(takesTurn(true, 0, 1), true);
+  assert.throws(() => takesTurn(true, 0, 0), /every must be an integer ≥ 1/);
 });

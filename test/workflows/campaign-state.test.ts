@@ -95,12 +95,58 @@ test('dynamic rollout number and max steps follow the task history (DART §4.6, 
   assert.deepEqual(rolloutPlanFor(off, task('a')), { n: 8, maxSteps: 4 });
 });
 
+/** Starts the next planned group and reports it at once with the given rewards; returns its task id. */
+function runGroup(s: ReturnType<typeof state>, rewards: (taskId: string) => number[]): string {
+  const plan = planNextGroup(s)!;
+  markGroupStarted(s, plan, 0);
+  recordGroup(s, summary(plan.groupId, plan.task.id, rewards(plan.task.id)), 0);
+  return plan.task.id;
+}
+
+test('a solved task takes one round-robin turn in rollout.solvedTaskEvery; DART (every = 1) gives it every turn', () => {
+  // Task a always succeeds, b fails: a is solved once its last 16 rewards (window) are all successes.
+  const rewards = (id: string) => (id === 'a' ? [1, 1] : [1, 0, 0, 0, 0, 0, 0, 0]);
+  const dart = state();
+  const dartTurns = Array.from({ length: 24 }, () => runGroup(dart, rewards)).join('');
+  assert.equal(dartTurns, 'ab'.repeat(12), 'DART: strict alternation, solved or not');
+  assert.equal(dart.stats.a!.turnsPassed, undefined, 'nothing new in the carried state under DART’s rule');
+
+  const s = state({ rollout: { envConcurrency: 16, solvedTaskEvery: 3 } });
+  const turns = Array.from({ length: 28 }, () => runGroup(s, rewards)).join('');
+  // a's 8 groups × 2 rewards = 16 straight successes (the window): from then on a takes part in one
+  // round-robin round in 3 and b has the other rounds to itself.
+  assert.equal(turns, 'ab'.repeat(8) + 'bbab'.repeat(3));
+  assert.equal(s.stats.a!.turnsPassed, undefined, 'a just took its turn');
+  runGroup(s, rewards);
+  assert.equal(s.stats.a!.turnsPassed, 1);
+
+  // One failure makes a unsolved again: it takes every turn from the next plan on.
+  runGroup(s, (id) => (id === 'a' ? [1, 0] : [1, 0, 0, 0, 0, 0, 0, 0]));
+  const after = Array.from({ length: 6 }, () => runGroup(s, (id) => (id === 'a' ? [1, 0] : [0, 1]))).join('');
+  assert.match(after, /^(ab|ba){3}$/);
+});
+
+test('when every task is solved, the turn still goes to one of them (campaigns never stall)', () => {
+  const s = state({ rollout: { envConcurrency: 16, solvedTaskEvery: 4 } });
+  const turns = Array.from({ length: 40 }, () => runGroup(s, () => [1, 1])).join('');
+  assert.equal(turns.length, 40);
+  assert.ok(turns.slice(-12).includes('a') && turns.slice(-12).includes('b'), turns);
+});
+
 test('train batches: eligible groups only, each trajectory taken once, stale data dropped', () => {
   const s = state();
   for (let i = 0; i < 4; i++)
     markGroupStarted(
       s,
-      planNextGroup(s) ?? { groupId: `c-g00000${i}`, task: task('a'), seed: 1, n: 2, maxSteps: 4, poolWanted: 0 },
+      planNextGroup(s) ?? {
+        groupId: `c-g00000${i}`,
+        task: task('a'),
+        seed: 1,
+        n: 2,
+        maxSteps: 4,
+        poolWanted: 0,
+        passedOver: [],
+      },
       0
     );
   recordGroup(s, summary('c-g000000', 'a', [1, 0, 0, 1]), 0);

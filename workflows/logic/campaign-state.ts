@@ -9,7 +9,9 @@ import {
   dynamicRolloutNumber,
   hashSeed,
   isHardTask,
+  isSolvedTask,
   recentSuccessRate,
+  takesTurn,
   type CandidateTrajectory,
 } from '../../algorithms';
 import type { TrainGroupRef } from '../../activities/trainer/types';
@@ -215,6 +217,8 @@ export interface GroupPlan {
   n: number;
   maxSteps: number;
   poolWanted: number;
+  /** Solved tasks whose round-robin turn this plan passed over (rollout.solvedTaskEvery > 1). */
+  passedOver: string[];
 }
 
 export const episodesInFlight = (s: CampaignState): number => Object.values(s.inFlight).reduce((a, g) => a + g.n, 0);
@@ -257,7 +261,7 @@ export function rolloutPlanFor(s: CampaignState, task: TaskRef): { n: number; ma
 export function planNextGroup(s: CampaignState): GroupPlan | null {
   const active = s.tasks.filter((t) => !s.stats[t.id]?.quarantined);
   if (active.length === 0) return null;
-  const task = active[s.cursor % active.length]!;
+  const { task, passedOver } = nextTurn(s, active);
   const { n, maxSteps } = rolloutPlanFor(s, task);
   const inFlight = episodesInFlight(s);
   // Always allow one group when idle, even if n exceeds the configured concurrency.
@@ -269,7 +273,30 @@ export function planNextGroup(s: CampaignState): GroupPlan | null {
   // DART's pool lookup takes the most recent success of a task: every group offers its successes and the
   // pool keeps the newest k per task (activities/data/campaign-data.ts addToPool).
   const poolWanted = s.config.curation.experiencePool ? s.config.curation.precollectSuccessesPerTask : 0;
-  return { groupId, task, seed, n, maxSteps, poolWanted };
+  return { groupId, task, seed, n, maxSteps, poolWanted, passedOver };
+}
+
+/**
+ * The task whose round-robin turn it is. A solved task (its last rollout.solvedTaskWindow rewards all
+ * successes) takes one turn in rollout.solvedTaskEvery (algorithms/curation.ts takesTurn) and the turn
+ * goes on to the next task; when every task passes, the last one looked at takes the turn.
+ */
+function nextTurn(s: CampaignState, active: TaskRef[]): { task: TaskRef; passedOver: string[] } {
+  const { solvedTaskEvery: every, solvedTaskWindow: window } = s.config.rollout;
+  const passedOver: string[] = [];
+  for (let i = 0; ; i++) {
+    const task = active[(s.cursor + i) % active.length]!;
+    const st = s.stats[task.id];
+    const solved =
+      every > 1 &&
+      st !== undefined &&
+      isSolvedTask(
+        st.recentRewards.map((r) => (isSuccessReward(s, r) ? 1 : 0)),
+        window
+      );
+    if (i + 1 >= active.length || takesTurn(solved, st?.turnsPassed ?? 0, every)) return { task, passedOver };
+    passedOver.push(task.id);
+  }
 }
 
 export function markGroupStarted(s: CampaignState, plan: GroupPlan, nowMs: number): void {
@@ -280,10 +307,16 @@ export function markGroupStarted(s: CampaignState, plan: GroupPlan, nowMs: numbe
     startedAtMs: nowMs,
     run: s.runIndex,
   };
-  s.cursor++;
+  s.cursor += 1 + plan.passedOver.length;
   s.groupSeq++;
+  for (const id of plan.passedOver) {
+    const passed = s.stats[id];
+    if (passed) passed.turnsPassed = (passed.turnsPassed ?? 0) + 1;
+  }
   const st = s.stats[plan.task.id];
   if (st) st.lastN = plan.n;
+  // Absent (not 0) when the task took its turn: the carried state of DART's rule (every = 1) is unchanged.
+  if (st?.turnsPassed !== undefined) delete st.turnsPassed;
 }
 
 /** The buffered (compact) form of a group summary: what the train-batch selection needs, nothing more. */

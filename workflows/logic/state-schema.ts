@@ -41,6 +41,7 @@ const TaskStatsSchema = z.object({
   hard: z.boolean(),
   quarantined: z.boolean(),
   poolSize: int.min(0),
+  turnsPassed: int.min(0).optional(),
 });
 
 const EvalPointSchema = z.object({
