@@ -25,6 +25,7 @@
  *           [--lr 0.003] [--groups 8] [--n 8 | --dynamic] [--demos 16] [--bc-epochs 4] [--eval-every 250]
  *           [--entropy-coef 0] [--epochs 2] [--families click-colour[,click-target]] [--solved-every 1] [--set field=value …] [--out file]
  *      npx tsx bench/colour-probe.ts campaign <campaignId> [--ref 1]   (a real campaign's checkpoints and ledger)
+ *      npx tsx bench/colour-probe.ts colours <campaignId>   (a real campaign's click-colour success per named colour)
  *      npx tsx bench/colour-probe.ts render             (a few observations at the policy's 64×64 input, PNG)
  *      npx tsx bench/colour-probe.ts report a.json b.json  (markdown table of saved runs)
  */
@@ -291,6 +292,8 @@ interface EvalPoint {
   qNorm?: number;
   klRef?: number;
   kinds?: Record<string, { target: number; other: number; background: number; token: number }>;
+  /** click-colour: greedy success per named colour (the colour word of the instruction). */
+  greedyByColour?: Record<string, number>;
 }
 
 async function evaluate(sess: PolicyTrainSession, w: PolicyWeights, held: Record<string, Enc[]>, episodes: number) {
@@ -310,6 +313,16 @@ async function evaluate(sess: PolicyTrainSession, w: PolicyWeights, held: Record
     const g = await rollout(sess, w, eps, { greedy: true, maxSteps: 4 });
     const s = await rollout(sess, w, eps, { greedy: false, maxSteps: 4 });
     p.greedy[family] = g.rewards.reduce((a, b) => a + b, 0) / eps.length;
+    if (family === 'click-colour') {
+      const by: Record<string, [number, number]> = {};
+      encs.forEach((enc, i) => {
+        const c = enc.s.fields[0] ?? '?';
+        const t = (by[c] ??= [0, 0]);
+        t[0] += g.rewards[i]!;
+        t[1]++;
+      });
+      p.greedyByColour = Object.fromEntries(Object.entries(by).map(([c, [ok, n]]) => [c, ok / n]));
+    }
     p.sampled[family] = s.rewards.reduce((a, b) => a + b, 0) / eps.length;
     p.entropy[family] = s.clickEntropy;
   }
@@ -526,7 +539,12 @@ async function rl(args: string[]): Promise<void> {
         )
         .join(' | ');
       console.log(
-        `seed ${seed} ep ${p.episodes}: greedy/T1 ${fam} | sens ${(p.sensitivity * 100).toFixed(0)}% tv ${p.tv.toFixed(2)} | |Wq| ${p.qNorm?.toFixed(2)} KL(π‖BC) ${p.klRef?.toFixed(2)}`
+        `seed ${seed} ep ${p.episodes}: greedy/T1 ${fam} | colours ${Object.entries(p.greedyByColour ?? {})
+          .sort()
+          .map(([c, x]) => `${c} ${(x * 100).toFixed(0)}`)
+          .join(
+            ' '
+          )} | sens ${(p.sensitivity * 100).toFixed(0)}% tv ${p.tv.toFixed(2)} | |Wq| ${p.qNorm?.toFixed(2)} KL(π‖BC) ${p.klRef?.toFixed(2)}`
       );
     };
     log(await diagnose(await evaluate(sess, w, held, 0)));
@@ -726,6 +744,51 @@ async function campaign(args: string[]): Promise<void> {
   await sess.release();
 }
 
+/**
+ * `colours <campaignId>`: a real campaign's click-colour success per named colour, read back from its MinIO
+ * (DARTFLOW_MINIO_PORT / DARTFLOW_DATA_DIR as for the run): held-out greedy episodes per evaluated version,
+ * and training rollouts per 10 versions. A colour that stays at 0 % is a sub-task with no GRPO signal.
+ */
+async function colours(args: string[]): Promise<void> {
+  const campaignId = args.find((a) => !a.startsWith('--'));
+  if (!campaignId) throw new Error('colours <campaignId>');
+  const { ObjectStore } = await import('../storage/object-store');
+  const { loadInfraSettings } = await import('../infra/settings');
+  const { keys } = await import('../storage/keys');
+  const { TrajectoryManifestSchema } = await import('../schemas/records');
+  const store = ObjectStore.fromSettings(loadInfraSettings());
+  const table = async (id: string, bucketOf: (trajectoryId: string, minVersion: number) => string | null) => {
+    const rows = new Map<string, Map<string, [number, number]>>();
+    const manifests = (await store.list(keys.trajectoryPrefix(id))).filter((k) => k.endsWith('/manifest.json'));
+    for (const key of manifests) {
+      const m = await store.getJson(key, TrajectoryManifestSchema);
+      if (m.taskId !== 'click-colour') continue;
+      const bucket = bucketOf(m.trajectoryId, m.minPolicyVersion);
+      if (bucket === null) continue;
+      const colour = /Click the (\w+) box/.exec(m.instruction)?.[1] ?? '?';
+      const row = rows.get(bucket) ?? new Map<string, [number, number]>();
+      const cell = row.get(colour) ?? [0, 0];
+      cell[0] += m.reward !== null && m.reward > 0 ? 1 : 0;
+      cell[1]++;
+      row.set(colour, cell);
+      rows.set(bucket, row);
+    }
+    const names = [...new Set([...rows.values()].flatMap((r) => [...r.keys()]))].sort();
+    console.log(`| ${id} | ${names.join(' | ')} |\n|---|${names.map(() => '---').join('|')}|`);
+    const order = (b: string) => Number(/\d+/.exec(b)?.[0] ?? 0);
+    for (const [bucket, row] of [...rows].sort((a, b) => order(a[0]) - order(b[0])))
+      console.log(
+        `| ${bucket} | ${names.map((c) => (row.get(c) ? `${row.get(c)![0]}/${row.get(c)![1]}` : '–')).join(' | ')} |`
+      );
+  };
+  // Held-out greedy episodes: ids `…-eval-v<version>-…-click-colour-<i>` (the temperature-1 ones end in -t1-<i>).
+  await table(`${campaignId}.eval`, (tid) => {
+    const m = /-eval-v(\d+)-.*-click-colour-\d+$/.exec(tid);
+    return m ? `v${m[1]}` : null;
+  });
+  await table(campaignId, (_tid, v) => `v${Math.floor(v / 10) * 10}–${Math.floor(v / 10) * 10 + 9}`);
+}
+
 async function render(): Promise<void> {
   const screens = load('click-colour', 'heldOut').slice(0, 4);
   const S = defaultPolicySpec.imageSize;
@@ -793,7 +856,9 @@ const run =
         ? Promise.resolve(report(rest))
         : cmd === 'campaign'
           ? campaign(rest)
-          : rl(rest);
+          : cmd === 'colours'
+            ? colours(rest)
+            : rl(rest);
 run.catch((e) => {
   console.error(e);
   process.exit(1);
