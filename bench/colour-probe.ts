@@ -23,7 +23,7 @@
  * Run: npx tsx bench/colour-probe.ts collect            (Chromium; caches screens in .data/bench/colour-probe)
  *      npx tsx bench/colour-probe.ts rl [--spec default|v2|v3] [--seeds 1,2,3] [--episodes 2000]
  *           [--lr 0.003] [--groups 8] [--n 8 | --dynamic] [--demos 16] [--bc-epochs 4] [--eval-every 250]
- *           [--entropy-coef 0] [--epochs 2] [--families click-colour[,click-target]] [--solved-every 1] [--set field=value …] [--out file]
+ *           [--entropy-coef 0] [--epochs 2] [--families click-colour[,click-target]] [--solved-every 1] [--pool off|task|instruction] [--set field=value …] [--out file]
  *      npx tsx bench/colour-probe.ts campaign <campaignId> [--ref 1]   (a real campaign's checkpoints and ledger)
  *      npx tsx bench/colour-probe.ts colours <campaignId>   (a real campaign's click-colour success per named colour)
  *      npx tsx bench/colour-probe.ts render             (a few observations at the policy's 64×64 input, PNG)
@@ -462,6 +462,8 @@ async function rl(args: string[]): Promise<void> {
   const entropyCoef = Number(arg(args, '--entropy-coef', '0'));
   const epochs = Number(arg(args, '--epochs', '2'));
   const solvedEvery = Number(arg(args, '--solved-every', '1'));
+  const poolMode = arg(args, '--pool', 'off');
+  if (!['off', 'task', 'instruction'].includes(poolMode)) throw new Error('--pool off|task|instruction');
   const sets = trainerSets(args);
   // The probe's base is the pre-issue-14 quickstart trainer (lr 3e-3, 2 epochs, KL 0, carried Adam); --set
   // overrides any trainer field, e.g. --set rlLearningRate=0.001 --set klBeta=0.05 --set targetKl=0.02.
@@ -550,6 +552,7 @@ async function rl(args: string[]): Promise<void> {
     log(await diagnose(await evaluate(sess, w, held, 0)));
     // Round-robin over families as planNextGroup does; with --solved-every k a solved family (its last 16
     // rollout rewards all successes) takes one turn in k (algorithms/curation.ts takesTurn).
+    const pool = new Map<string, StepSample[]>();
     let cursor = 0;
     const passed: Record<string, number> = Object.fromEntries(families.map((f) => [f, 0]));
     const nextFamily = (): string => {
@@ -593,10 +596,37 @@ async function rl(args: string[]): Promise<void> {
       eps.forEach((e, i) => byGroup.set(e.groupId, [...(byGroup.get(e.groupId) ?? []), ro.rewards[i]!]));
       const live = new Set([...byGroup].filter(([, r]) => Math.min(...r) !== Math.max(...r)).map(([g]) => g));
       const samples = ro.samples.filter((s) => live.has(s.groupId));
+      let injected = 0;
+      if (poolMode !== 'off') {
+        // DART §4.8 as the campaign does it: successes join the pool (the newest one per key is kept), and a
+        // group whose episodes all failed gets the newest pooled success of its key as one more trajectory
+        // (its recorded behaviour log-probs, so TIS sees an old policy). Key: the task (family), or the task
+        // and the instruction (the colour named), so an all-failed orange group gets an orange success.
+        const keyOf = (e: (typeof eps)[number]) =>
+          poolMode === 'instruction' ? `${e.family}/${e.enc.s.instruction}` : e.family;
+        const firstOf = new Map<string, (typeof eps)[number]>();
+        for (const e of eps) if (!firstOf.has(e.groupId)) firstOf.set(e.groupId, e);
+        for (const [g, r] of byGroup) {
+          if (Math.max(...r) > 0) continue;
+          const pooled = pool.get(keyOf(firstOf.get(g)!));
+          if (!pooled) continue;
+          samples.push(...ro.samples.filter((x) => x.groupId === g));
+          samples.push(...pooled.map((x) => ({ ...x, groupId: g, trajectoryId: `${x.trajectoryId}@${g}` })));
+          injected++;
+        }
+        eps.forEach((e, i) => {
+          if (ro.rewards[i]! > 0)
+            pool.set(
+              keyOf(e),
+              ro.samples.filter((x) => x.trajectoryId === e.trajectoryId)
+            );
+        });
+      }
       const stat: Record<string, number> = {
         round,
         groups: byGroup.size,
         signalGroups: live.size,
+        injected,
         successRate: ro.rewards.reduce((a, b) => a + b, 0) / ro.rewards.length,
         samples: samples.length,
       };
@@ -641,7 +671,7 @@ async function rl(args: string[]): Promise<void> {
         const sum = (k: string) => since.reduce((a, s) => a + (s[k] ?? 0), 0);
         const max = (k: string) => since.reduce((a, s) => Math.max(a, s[k] ?? 0), 0);
         console.log(
-          `   rounds ${since.length}: groups with signal ${sum('signalGroups')}/${sum('groups')}, rollout success ${((sum('successRate') / since.length) * 100).toFixed(0)}%, grad norm ${(sum('gradNorm') / Math.max(1, since.length)).toFixed(3)}, update norm mean ${(sum('updateNorm') / since.length).toFixed(3)} max ${max('updateNorm').toFixed(3)}, approx KL mean ${(sum('approxKl') / since.length).toFixed(4)} max ${max('approxKl').toFixed(4)}, early stops ${sum('stoppedEarly')}, updates ${sum('updates')}`
+          `   rounds ${since.length}: groups with signal ${sum('signalGroups')}/${sum('groups')} (+${sum('injected')} by the pool), rollout success ${((sum('successRate') / since.length) * 100).toFixed(0)}%, grad norm ${(sum('gradNorm') / Math.max(1, since.length)).toFixed(3)}, update norm mean ${(sum('updateNorm') / since.length).toFixed(3)} max ${max('updateNorm').toFixed(3)}, approx KL mean ${(sum('approxKl') / since.length).toFixed(4)} max ${max('approxKl').toFixed(4)}, early stops ${sum('stoppedEarly')}, updates ${sum('updates')}`
         );
       }
     }
@@ -664,6 +694,7 @@ async function rl(args: string[]): Promise<void> {
           groups,
           n,
           solvedEvery,
+          poolMode,
           demos,
           bcEpochs,
           families,
