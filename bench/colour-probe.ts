@@ -57,7 +57,7 @@ import {
   type PolicySpec,
 } from '../policy/spec';
 import { initWeights, type PolicyWeights } from '../policy/weights';
-import { TrainerSchema } from '../schemas/config';
+import { RolloutSchema, TrainerSchema } from '../schemas/config';
 
 const DIR = path.resolve('.data/bench/colour-probe');
 const W = 160;
@@ -462,6 +462,8 @@ async function rl(args: string[]): Promise<void> {
   const entropyCoef = Number(arg(args, '--entropy-coef', '0'));
   const epochs = Number(arg(args, '--epochs', '2'));
   const solvedEvery = Number(arg(args, '--solved-every', '1'));
+  // The campaign's default window (rollout.solvedTaskWindow), not a copy of its value.
+  const solvedWindow = RolloutSchema.parse({}).solvedTaskWindow;
   const poolMode = arg(args, '--pool', 'off');
   if (!['off', 'task', 'instruction'].includes(poolMode)) throw new Error('--pool off|task|instruction');
   const sets = trainerSets(args);
@@ -550,15 +552,18 @@ async function rl(args: string[]): Promise<void> {
       );
     };
     log(await diagnose(await evaluate(sess, w, held, 0)));
-    // Round-robin over families as planNextGroup does; with --solved-every k a solved family (its last 16
-    // rollout rewards all successes) takes one turn in k (algorithms/curation.ts takesTurn).
+    // Round-robin over families as planNextGroup does; with --solved-every k a solved family (its last
+    // solvedTaskWindow rollout rewards all successes) takes one turn in k (algorithms/curation.ts takesTurn).
     const pool = new Map<string, StepSample[]>();
     let cursor = 0;
     const passed: Record<string, number> = Object.fromEntries(families.map((f) => [f, 0]));
     const nextFamily = (): string => {
       for (let tries = 0; ; tries++) {
         const f = families[cursor++ % families.length]!;
-        if (tries + 1 >= families.length || takesTurn(isSolvedTask(recent[f]!, 16), passed[f]!, solvedEvery)) {
+        if (
+          tries + 1 >= families.length ||
+          takesTurn(isSolvedTask(recent[f]!, solvedWindow), passed[f]!, solvedEvery)
+        ) {
           passed[f] = 0;
           return f;
         }
@@ -604,22 +609,21 @@ async function rl(args: string[]): Promise<void> {
         // and the instruction (the colour named), so an all-failed orange group gets an orange success.
         const keyOf = (e: (typeof eps)[number]) =>
           poolMode === 'instruction' ? `${e.family}/${e.enc.s.instruction}` : e.family;
+        // One pass over the step samples: per trajectory, and per group (a group shares one screen and key).
+        const byTrajectory = new Map<string, StepSample[]>();
+        for (const x of ro.samples) byTrajectory.set(x.trajectoryId, [...(byTrajectory.get(x.trajectoryId) ?? []), x]);
         const firstOf = new Map<string, (typeof eps)[number]>();
         for (const e of eps) if (!firstOf.has(e.groupId)) firstOf.set(e.groupId, e);
         for (const [g, r] of byGroup) {
           if (Math.max(...r) > 0) continue;
           const pooled = pool.get(keyOf(firstOf.get(g)!));
           if (!pooled) continue;
-          samples.push(...ro.samples.filter((x) => x.groupId === g));
+          for (const e of eps) if (e.groupId === g) samples.push(...(byTrajectory.get(e.trajectoryId) ?? []));
           samples.push(...pooled.map((x) => ({ ...x, groupId: g, trajectoryId: `${x.trajectoryId}@${g}` })));
           injected++;
         }
         eps.forEach((e, i) => {
-          if (ro.rewards[i]! > 0)
-            pool.set(
-              keyOf(e),
-              ro.samples.filter((x) => x.trajectoryId === e.trajectoryId)
-            );
+          if (ro.rewards[i]! > 0) pool.set(keyOf(e), byTrajectory.get(e.trajectoryId) ?? []);
         });
       }
       const stat: Record<string, number> = {
