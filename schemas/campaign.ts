@@ -16,6 +16,14 @@ export const TrajectorySummarySchema = z.object({
   minPolicyVersion: z.number().int().nonnegative(),
   maxPolicyVersion: z.number().int().nonnegative(),
   injectedFromPool: z.boolean().default(false),
+  /**
+   * 16 hex digits of the sha256 of the episode's instruction (activities/env/instruction-key.ts): the pool
+   * keyed by instruction (curation.poolKey) matches on it. Absent for episodes recorded before it existed.
+   */
+  instructionKey: z
+    .string()
+    .regex(/^[0-9a-f]{16}$/)
+    .optional(),
 });
 export type TrajectorySummary = z.infer<typeof TrajectorySummarySchema>;
 

@@ -119,6 +119,15 @@ export const CurationSchema = z
       .default(1)
       .describe('A step may train version v only if sampled by v − maxStaleness or newer [§3.4: top-2 versions → 1].'),
     experiencePool: z.boolean().default(true).describe('Inject a pooled success into all-failed groups [§4.8].'),
+    poolKey: z
+      .enum(['task', 'instruction'])
+      .default('task')
+      .describe(
+        "What the experience pool is keyed by. 'task' [§4.8]: the newest precollectSuccessesPerTask successes of a task, and an all-failed group gets the task's newest. 'instruction': the newest k per (task, instruction), and an all-failed group gets the newest success of its own instruction, else the task's newest; for tasks whose seeds ask different things (click-colour: eight colours), where a task-level success is usually another instruction's (docs/bench/quickstart-colours.md)."
+      ),
+    poolMaxPerTask: posInt
+      .default(64)
+      .describe("With poolKey 'instruction': a task's pool holds at most this many successes (the oldest go first)."),
     precollect: z.boolean().default(false).describe('Pre-collect successes for hard tasks before training [§4.8].'),
     precollectSuccessesPerTask: posInt.default(2).describe('k successes per hard task to pre-collect.'),
     precollectMaxAttempts: posInt.default(64).describe('Give up pre-collecting a task after this many attempts.'),

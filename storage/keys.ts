@@ -45,8 +45,12 @@ export const keys = {
     `campaigns/${safeSegment(campaignId, 'campaignId')}/train-samples/step-${pad(trainStep)}-${safeSegment(attempt, 'attempt')}.jsonl`,
   trainSamplesPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/train-samples/`,
   ledgerPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/ledger/`,
-  poolEntry: (campaignId: string, taskId: string, trajectoryId: string) =>
-    `campaigns/${safeSegment(campaignId, 'campaignId')}/pool/${safeSegment(taskId, 'taskId')}/${safeSegment(trajectoryId, 'trajectoryId')}.json`,
+  /**
+   * A pooled success. With an instruction key the name starts with it (`<key>=<trajectoryId>.json`), so a
+   * lookup by instruction lists the task once and reads only that instruction's entries.
+   */
+  poolEntry: (campaignId: string, taskId: string, trajectoryId: string, instructionKey?: string) =>
+    `campaigns/${safeSegment(campaignId, 'campaignId')}/pool/${safeSegment(taskId, 'taskId')}/${instructionKey ? `${safeSegment(instructionKey, 'instructionKey')}=` : ''}${safeSegment(trajectoryId, 'trajectoryId')}.json`,
   poolPrefix: (campaignId: string, taskId?: string) =>
     `campaigns/${safeSegment(campaignId, 'campaignId')}/pool/${taskId ? `${safeSegment(taskId, 'taskId')}/` : ''}`,
   campaignState: (campaignId: string, name: string) =>

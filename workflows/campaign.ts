@@ -569,6 +569,9 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       // a local activity per all-failed group while the pool is still empty).
       experiencePool: s.config.curation.experiencePool && (s.stats[plan.task.id]?.poolSize ?? 0) > 0,
       poolWanted: plan.poolWanted,
+      ...(s.config.curation.poolKey === 'instruction'
+        ? { poolByInstruction: { maxPerTask: s.config.curation.poolMaxPerTask } }
+        : {}),
       successThreshold: s.config.campaign.successThreshold,
     };
   }

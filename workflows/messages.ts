@@ -91,6 +91,8 @@ export const LIVE_TUNABLE_FIELDS = [
   'rollout.envConcurrency',
   'curation.maxStaleness',
   'curation.experiencePool',
+  'curation.poolKey',
+  'curation.poolMaxPerTask',
   'trainer.learningRate',
   'trainer.klBeta',
   'trainer.entropyTopFraction',

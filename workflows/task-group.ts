@@ -33,6 +33,11 @@ export interface TaskGroupInput {
   experiencePool: boolean;
   /** Pool size per task: the group offers up to this many successes; the pool keeps the newest (DART §3.4 c). */
   poolWanted: number;
+  /**
+   * curation.poolKey 'instruction': the pool keeps the newest poolWanted per (task, instruction), at most
+   * maxPerTask per task, and an all-failed group looks its own instruction up first. Absent = per task.
+   */
+  poolByInstruction?: { maxPerTask: number };
   source?: 'rollout' | 'precollect' | 'demo';
   /** reward ≥ this is a success (pool entries); default 1.0 (campaign.successThreshold). */
   successThreshold?: number;
@@ -107,10 +112,19 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
       trajectories: successes.slice(0, input.poolWanted),
       keepNewest: input.poolWanted,
       successThreshold: input.successThreshold,
+      ...(input.poolByInstruction ? { perInstruction: true, maxPerTask: input.poolByInstruction.maxPerTask } : {}),
     });
   }
   if (input.experiencePool && trajectories.length > 0 && successes.length === 0) {
-    const pooled = await poolActivities().findPoolSuccess({ campaignId: input.campaignId, taskId: input.task.id });
+    // A group shares one seed, so its episodes share one instruction: the first one's key stands for all.
+    const instructionKey = input.poolByInstruction
+      ? trajectories.find((t) => t.instructionKey)?.instructionKey
+      : undefined;
+    const pooled = await poolActivities().findPoolSuccess({
+      campaignId: input.campaignId,
+      taskId: input.task.id,
+      ...(instructionKey ? { instructionKey } : {}),
+    });
     if (pooled) trajectories.push({ ...pooled, groupId: input.groupId, injectedFromPool: true });
   }
   const summary: GroupSummary = {

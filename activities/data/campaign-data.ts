@@ -15,6 +15,7 @@ import { isSuccess } from '../../algorithms/success';
 import { keys, registryKeys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
 import { indexDiscards } from '../../storage/trajectory-index';
+import { instructionKeyOf } from '../env/instruction-key';
 
 export const PolicyServerRegistrationSchema = z.object({
   serverId: z.string().min(1),
@@ -33,62 +34,106 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
   const now = deps.now ?? Date.now;
   const { store } = deps;
 
-  /** Removes a task's oldest pool entries beyond `keep` (by pooledAt; unreadable entries go first). */
-  async function evictOldest(campaignId: string, taskId: string, keep: number): Promise<void> {
-    const entries: Array<{ key: string; pooledAt: number }> = [];
-    for (const key of await store.list(keys.poolPrefix(campaignId, taskId))) {
+  /** A pool object name's instruction key (`<key>=<trajectoryId>.json`), or '' for an entry without one. */
+  const instructionKeyOfName = (key: string): string => /\/([0-9a-f]{16})=[^/]*$/.exec(key)?.[1] ?? '';
+
+  /** Each entry's pooledAt (unreadable entries get −1, so they go first). */
+  async function pooledAtOf(entryKeys: string[]): Promise<Array<{ key: string; pooledAt: number }>> {
+    const out: Array<{ key: string; pooledAt: number }> = [];
+    for (const key of entryKeys) {
       const pooledAt = await store
         .getJson(key, PoolEntrySchema)
         .then((e) => e.pooledAt)
         .catch(() => -1);
-      entries.push({ key, pooledAt });
+      out.push({ key, pooledAt });
     }
+    return out;
+  }
+
+  /** Removes the oldest of `entryKeys` beyond `keep` (by pooledAt; unreadable entries go first). */
+  async function evictOldest(entryKeys: string[], keep: number): Promise<void> {
+    if (entryKeys.length <= keep) return;
+    const entries = await pooledAtOf(entryKeys);
     entries.sort((a, b) => b.pooledAt - a.pooledAt || a.key.localeCompare(b.key));
     for (const e of entries.slice(Math.max(0, keep))) await store.remove(e.key);
+  }
+
+  /** The newest readable entry among `entryKeys`, as a summary. */
+  async function newestOf(entryKeys: string[]): Promise<TrajectorySummary | null> {
+    let best: z.infer<typeof PoolEntrySchema> | null = null;
+    for (const key of entryKeys) {
+      const e = await store.getJson(key, PoolEntrySchema);
+      if (!best || e.pooledAt > best.pooledAt) best = e;
+    }
+    if (!best) return null;
+    const { pooledAt: _pooledAt, ...summary } = best;
+    return summary;
   }
 
   return {
     /**
      * Adds successful trajectories to their task's pool (idempotent: the key is the trajectory id). With
      * `keepNewest`, each touched task keeps only its newest k entries: DART's pool lookup takes the most
-     * recent success of a task, so older ones are evicted rather than newer ones refused.
+     * recent success of a task, so older ones are evicted rather than newer ones refused. With
+     * `perInstruction`, the newest k are kept per (task, instruction) instead, and a task's pool holds at
+     * most `maxPerTask` entries (the oldest go first).
      */
     async addToPool(input: {
       campaignId: string;
       trajectories: TrajectorySummary[];
       keepNewest?: number;
+      perInstruction?: boolean;
+      maxPerTask?: number;
       /** reward ≥ this is a success (campaign.successThreshold; default 1.0). */
       successThreshold?: number;
     }): Promise<number> {
       let added = 0;
-      const touched = new Set<string>();
+      const touched = new Map<string, Set<string>>(); // taskId → instruction keys touched ('' = none)
       for (const t of input.trajectories) {
         if (!isSuccess(t.reward, input.successThreshold)) continue;
         await store.putJson(
-          keys.poolEntry(input.campaignId, t.taskId, t.trajectoryId),
+          keys.poolEntry(input.campaignId, t.taskId, t.trajectoryId, t.instructionKey),
           { ...t, injectedFromPool: false, pooledAt: now() },
           PoolEntrySchema
         );
-        touched.add(t.taskId);
+        const set = touched.get(t.taskId) ?? new Set<string>();
+        set.add(t.instructionKey ?? '');
+        touched.set(t.taskId, set);
         added++;
       }
-      if (input.keepNewest !== undefined) {
-        for (const taskId of touched) await evictOldest(input.campaignId, taskId, input.keepNewest);
+      if (input.keepNewest === undefined) return added;
+      for (const [taskId, instructionKeys] of touched) {
+        const all = await store.list(keys.poolPrefix(input.campaignId, taskId));
+        if (!input.perInstruction) {
+          await evictOldest(all, input.keepNewest);
+          continue;
+        }
+        for (const ik of instructionKeys)
+          await evictOldest(
+            all.filter((k) => instructionKeyOfName(k) === ik),
+            input.keepNewest
+          );
+        if (input.maxPerTask !== undefined)
+          await evictOldest(await store.list(keys.poolPrefix(input.campaignId, taskId)), input.maxPerTask);
       }
       return added;
     },
 
-    /** The most recent pooled success of a task (DART §3.4 c), or null. */
-    async findPoolSuccess(input: { campaignId: string; taskId: string }): Promise<TrajectorySummary | null> {
+    /**
+     * The most recent pooled success of a task (DART §3.4 c), or null. With an instruction key, the most
+     * recent success of that instruction comes first; the task's most recent is the fallback.
+     */
+    async findPoolSuccess(input: {
+      campaignId: string;
+      taskId: string;
+      instructionKey?: string;
+    }): Promise<TrajectorySummary | null> {
       const entries = await store.list(keys.poolPrefix(input.campaignId, input.taskId));
-      let best: z.infer<typeof PoolEntrySchema> | null = null;
-      for (const key of entries) {
-        const e = await store.getJson(key, PoolEntrySchema);
-        if (!best || e.pooledAt > best.pooledAt) best = e;
+      if (input.instructionKey) {
+        const same = await newestOf(entries.filter((k) => instructionKeyOfName(k) === input.instructionKey));
+        if (same) return same;
       }
-      if (!best) return null;
-      const { pooledAt: _pooledAt, ...summary } = best;
-      return summary;
+      return newestOf(entries);
     },
 
     async poolSizes(input: { campaignId: string }): Promise<Record<string, number>> {
@@ -118,9 +163,10 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
         minPolicyVersion: m.minPolicyVersion,
         maxPolicyVersion: m.maxPolicyVersion,
         injectedFromPool: false,
+        ...(m.instruction ? { instructionKey: instructionKeyOf(m.instruction) } : {}),
       };
       await store.putJson(
-        keys.poolEntry(input.campaignId, m.taskId, m.trajectoryId),
+        keys.poolEntry(input.campaignId, m.taskId, m.trajectoryId, summary.instructionKey),
         { ...summary, pooledAt: now() },
         PoolEntrySchema
       );

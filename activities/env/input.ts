@@ -42,6 +42,8 @@ export interface RunEpisodeResult {
   minPolicyVersion: number;
   maxPolicyVersion: number;
   envKind: string;
+  /** The instruction's pool key (instructionKeyOf); absent when the env gave no instruction. */
+  instructionKey?: string;
 }
 
 /** Heartbeat details: a pointer to the partial trajectory (what a human or a retry may want to look at). */

@@ -13,6 +13,7 @@ import type { EpisodeTiming, ObjectRef, StepRecord, TrajectoryManifest } from '.
 import { StepRecordSchema } from '../../schemas/records';
 import { keys } from '../../storage/keys';
 import { serializeJsonLines, sha256Hex, type ObjectStore } from '../../storage/object-store';
+import { instructionKeyOf } from './instruction-key';
 import { indexTrajectory } from '../../storage/trajectory-index';
 import { heartbeatGate } from './heartbeat-gate';
 import { commitManifest } from './manifest-commit';
@@ -280,6 +281,7 @@ export async function runEpisodeCore(
       minPolicyVersion: manifest.minPolicyVersion,
       maxPolicyVersion: manifest.maxPolicyVersion,
       envKind: env.kind,
+      ...(manifest.instruction ? { instructionKey: instructionKeyOf(manifest.instruction) } : {}),
     };
   } catch (err) {
     // Only env-side trouble (or the unknown) condemns the env; a policy, storage or task problem does not.

@@ -340,19 +340,16 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
       taskId: r.taskId,
       trajectories: [{ trajectoryId: r.trajectoryId, manifestKey: r.manifestKey, reward: 1, injectedFromPool: false }],
     }));
-    const bc = await runBehaviourClone(
-      trainerDeps,
-      {
-        campaignId: o.campaignId,
-        trainStep: ++trainStep,
-        fromVersion: version,
-        demos: groups,
-        epochs: o.bcEpochs ?? 15,
-        learningRate: o.trainer.learningRate,
-        minibatchSize: o.trainer.minibatchSize,
-        policy: { seed: 0, width: 1 },
-      }
-    );
+    const bc = await runBehaviourClone(trainerDeps, {
+      campaignId: o.campaignId,
+      trainStep: ++trainStep,
+      fromVersion: version,
+      demos: groups,
+      epochs: o.bcEpochs ?? 15,
+      learningRate: o.trainer.learningRate,
+      minibatchSize: o.trainer.minibatchSize,
+      policy: { seed: 0, width: 1 },
+    });
     version = bc.version;
     await engine.reload(o.campaignId, version);
     log(`behaviour cloning on ${groups.length} demos → v${version}`);
@@ -419,15 +416,22 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
       }
       counters.steps += trajectories.reduce((a, t) => a + t.numSteps, 0);
       // Experience pool as in taskGroupWorkflow (§4.8): pool the first successes, inject into an all-failed group.
+      const byInstruction = config.curation.poolKey === 'instruction';
       const successes = trajectories.filter((t) => isSuccess(t.reward, config.campaign.successThreshold));
       if (successes.length > 0 && plan.poolWanted > 0)
         await data.addToPool({
           campaignId: o.campaignId,
           trajectories: successes.slice(0, plan.poolWanted),
           keepNewest: plan.poolWanted,
+          ...(byInstruction ? { perInstruction: true, maxPerTask: config.curation.poolMaxPerTask } : {}),
         });
       if (config.curation.experiencePool && trajectories.length > 0 && successes.length === 0) {
-        const pooled = await data.findPoolSuccess({ campaignId: o.campaignId, taskId: plan.task.id });
+        const instructionKey = byInstruction ? trajectories.find((t) => t.instructionKey)?.instructionKey : undefined;
+        const pooled = await data.findPoolSuccess({
+          campaignId: o.campaignId,
+          taskId: plan.task.id,
+          ...(instructionKey ? { instructionKey } : {}),
+        });
         if (pooled) {
           trajectories.push({ ...pooled, groupId: plan.groupId, injectedFromPool: true });
           counters.injected++;
@@ -454,19 +458,16 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
     counters.skipped += batch.skipped.length;
     let trained = false;
     if (batch.groups.length > 0) {
-      const r = await runTrainStep(
-        trainerDeps,
-        {
-          campaignId: o.campaignId,
-          trainStep: ++trainStep,
-          fromVersion: version,
-          groups: batch.groups,
-          trainer: config.trainer,
-          maxStaleness: config.curation.maxStaleness,
-          referenceVersion,
-          policy: { seed: 0, width: 1 },
-        }
-      );
+      const r = await runTrainStep(trainerDeps, {
+        campaignId: o.campaignId,
+        trainStep: ++trainStep,
+        fromVersion: version,
+        groups: batch.groups,
+        trainer: config.trainer,
+        maxStaleness: config.curation.maxStaleness,
+        referenceVersion,
+        policy: { seed: 0, width: 1 },
+      });
       counters.trained += batch.groups.length;
       state.trainSteps++;
       addVersion(state.lineage, r.version, version);

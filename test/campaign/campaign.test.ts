@@ -22,7 +22,9 @@ import { TrajectoryManifestSchema } from '../../schemas/records';
 import { TASK_QUEUES } from '../../schemas/task-queues';
 import { keys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
-import { modelRolloutWorkflow } from '../../workflows';
+import { modelRolloutWorkflow, taskGroupWorkflow } from '../../workflows';
+import type { GroupSummary } from '../../schemas/campaign';
+import { loadSuite } from '../../tasks/loader';
 import { freePort, freshBucket, testSettings, uniqueSuffix } from '../helpers/infra';
 import { sleep, waitFor } from '../helpers/wait';
 
@@ -231,4 +233,55 @@ test('mode sync (the coupled baseline) runs through the same code: batch, barrie
   );
   // In sync mode every step trains only on data of the version it starts from (the barrier).
   for (const e of lineage.ledger) for (const c of e.consumed) if (!c.injectedFromPool) assert.equal(c.staleness, 0);
+});
+
+test("the pool keyed by instruction: an all-failed group gets its own instruction's success, else the task's newest", async () => {
+  // enter-text asks for a different word per seed; the oracle solves it, and one random step cannot
+  // (typing and pressing Submit take two), so which groups succeed is certain.
+  const task = loadSuite('all').taskSpecs.find((t) => t.id === 'enter-text') as unknown as { id: string } & Record<
+    string,
+    unknown
+  >;
+  const campaignId = `itest-pool-${uniqueSuffix()}`;
+  const runGroup = async (label: string, seed: number, policy: 'oracle' | 'random'): Promise<GroupSummary> =>
+    (await client.temporal.workflow.execute(taskGroupWorkflow, {
+      taskQueue: TASK_QUEUES.orchestrator,
+      workflowId: `${campaignId}-${label}`,
+      workflowExecutionTimeout: '3 minutes',
+      args: [
+        {
+          campaignId,
+          groupId: `${campaignId}-${label}`,
+          task,
+          seed,
+          n: 2,
+          maxSteps: policy === 'oracle' ? 8 : 1,
+          policy: { kind: policy, endpoints: [], temperature: 1 },
+          experiencePool: policy === 'random',
+          poolWanted: policy === 'oracle' ? 1 : 0,
+          poolByInstruction: { maxPerTask: 8 },
+        },
+      ],
+    })) as GroupSummary;
+  const own = await runGroup('own', 11, 'oracle');
+  const newer = await runGroup('newer', 12, 'oracle');
+  assert.ok([...own.trajectories, ...newer.trajectories].every((t) => t.reward === 1 && t.instructionKey));
+  const ownKey = own.trajectories[0]!.instructionKey;
+  assert.notEqual(newer.trajectories[0]!.instructionKey, ownKey, 'seeds 11 and 12 ask for different words');
+  const pooled = await store.list(keys.poolPrefix(campaignId, 'enter-text'));
+  assert.equal(pooled.length, 2, `one success per instruction is kept: ${pooled.join(', ')}`);
+
+  const failedSame = await runGroup('failed-same', 11, 'random');
+  const injected = failedSame.trajectories.filter((t) => t.injectedFromPool);
+  assert.equal(failedSame.trajectories.filter((t) => !t.injectedFromPool && t.reward === 0).length, 2);
+  assert.equal(injected.length, 1);
+  assert.equal(injected[0]!.trajectoryId, own.trajectories[0]!.trajectoryId, 'its own word, though seed 12 is newer');
+  assert.equal(injected[0]!.instructionKey, failedSame.trajectories[0]!.instructionKey);
+
+  const failedOther = await runGroup('failed-other', 13, 'random');
+  assert.equal(
+    failedOther.trajectories.find((t) => t.injectedFromPool)?.trajectoryId,
+    newer.trajectories[0]!.trajectoryId,
+    "no success of seed 13's word yet: the task's newest, as DART does"
+  );
 });

@@ -18,5 +18,6 @@ export function toTrajectorySummary(r: RunEpisodeResult, groupId: string): Traje
     minPolicyVersion: r.minPolicyVersion,
     maxPolicyVersion: r.maxPolicyVersion,
     injectedFromPool: false,
+    ...(r.instructionKey ? { instructionKey: r.instructionKey } : {}),
   };
 }

@@ -1,0 +1,171 @@
+/**
+ * The data manager's experience pool on a real MinIO: DART's per-task pool (the newest k successes of a
+ * task) and the pool keyed by instruction (curation.poolKey 'instruction': the newest k per instruction,
+ * a task cap, and a lookup that prefers the failed group's own instruction).
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { createCampaignDataActivities } from '../../activities/data/campaign-data';
+import { instructionKeyOf } from '../../activities/env/instruction-key';
+import { toTrajectorySummary } from '../../workflows/logic/trajectory-summary';
+import type { TrajectorySummary } from '../../schemas/campaign';
+import { TrajectoryManifestSchema, type TrajectoryManifest } from '../../schemas/records';
+import { keys } from '../../storage/keys';
+import type { ObjectStore } from '../../storage/object-store';
+import { freshBucket } from '../helpers/infra';
+
+let store: ObjectStore;
+let cleanup: () => Promise<void>;
+before(async () => {
+  ({ store, cleanup } = await freshBucket('experience-pool'));
+});
+after(async () => {
+  await cleanup();
+});
+
+const ORANGE = instructionKeyOf('Click the orange button');
+const RED = instructionKeyOf('Click the red button');
+
+/** A pool with a controllable clock: each add happens one tick after the previous one. */
+function poolAt(campaignId: string) {
+  let clock = 1_000;
+  const data = createCampaignDataActivities({ store, now: () => clock });
+  return { data, tick: () => (clock += 1), campaignId };
+}
+
+function success(id: string, instructionKey?: string, reward = 1): TrajectorySummary {
+  return {
+    trajectoryId: id,
+    manifestKey: `m/${id}`,
+    taskId: 'click-colour',
+    groupId: `g-${id}`,
+    reward,
+    status: 'ok',
+    numSteps: 1,
+    minPolicyVersion: 3,
+    maxPolicyVersion: 3,
+    injectedFromPool: false,
+    ...(instructionKey ? { instructionKey } : {}),
+  };
+}
+
+async function pooledIds(campaignId: string): Promise<string[]> {
+  const names = await store.list(keys.poolPrefix(campaignId, 'click-colour'));
+  return names
+    .map((k) =>
+      k
+        .split('/')
+        .at(-1)!
+        .replace(/^[0-9a-f]{16}=/, '')
+        .replace(/\.json$/, '')
+    )
+    .sort();
+}
+
+test('instruction keys are 16 hex digits of the exact text, and episode results carry them into summaries', () => {
+  assert.match(ORANGE, /^[0-9a-f]{16}$/);
+  assert.notEqual(ORANGE, RED);
+  assert.notEqual(instructionKeyOf('click the orange button'), ORANGE, 'the text is not normalised');
+  const base = {
+    trajectoryId: 't',
+    taskId: 'click-colour',
+    seed: 1,
+    manifestKey: 'm/t',
+    reward: 1,
+    status: 'ok' as const,
+    numSteps: 1,
+    minPolicyVersion: 0,
+    maxPolicyVersion: 0,
+    envKind: 'browser',
+  };
+  assert.equal(toTrajectorySummary({ ...base, instructionKey: ORANGE }, 'g').instructionKey, ORANGE);
+  assert.equal('instructionKey' in toTrajectorySummary(base, 'g'), false, 'absent stays absent (older workers)');
+});
+
+test("per task (DART): the newest k of the task are kept whatever their instruction; lookup takes the task's newest", async () => {
+  const { data, tick, campaignId } = poolAt('pool-task');
+  for (const [id, ik] of [
+    ['a', ORANGE],
+    ['b', RED],
+    ['c', RED],
+  ] as const) {
+    tick();
+    await data.addToPool({ campaignId, trajectories: [success(id, ik)], keepNewest: 2 });
+  }
+  assert.deepEqual(await pooledIds(campaignId), ['b', 'c'], 'the orange success was evicted by newer red ones');
+  const found = await data.findPoolSuccess({ campaignId, taskId: 'click-colour' });
+  assert.equal(found?.trajectoryId, 'c');
+  assert.equal(found?.instructionKey, RED, 'the summary keeps its instruction key');
+});
+
+test('per instruction: the newest k per instruction, a failed group gets its own instruction first, else the task newest', async () => {
+  const { data, tick, campaignId } = poolAt('pool-instruction');
+  const add = async (id: string, ik: string | undefined, reward = 1) => {
+    tick();
+    return data.addToPool({
+      campaignId,
+      trajectories: [success(id, ik, reward)],
+      keepNewest: 2,
+      perInstruction: true,
+      maxPerTask: 5,
+    });
+  };
+  await add('o1', ORANGE);
+  for (const id of ['r1', 'r2', 'r3']) await add(id, RED);
+  assert.equal(await add('r-fail', RED, 0), 0, 'a failure is not pooled');
+  assert.deepEqual(await pooledIds(campaignId), ['o1', 'r2', 'r3'], 'red keeps its newest 2; orange keeps its one');
+
+  const orange = await data.findPoolSuccess({ campaignId, taskId: 'click-colour', instructionKey: ORANGE });
+  assert.equal(orange?.trajectoryId, 'o1', "orange's own success, though red's are newer");
+  const red = await data.findPoolSuccess({ campaignId, taskId: 'click-colour', instructionKey: RED });
+  assert.equal(red?.trajectoryId, 'r3');
+  const yellow = instructionKeyOf('Click the yellow button');
+  const fallback = await data.findPoolSuccess({ campaignId, taskId: 'click-colour', instructionKey: yellow });
+  assert.equal(fallback?.trajectoryId, 'r3', 'no yellow success yet: the task newest (DART)');
+
+  // Entries without an instruction (older workers) form their own key; the task cap evicts the oldest overall.
+  await add('legacy', undefined);
+  await add('y1', yellow);
+  assert.deepEqual(await pooledIds(campaignId), ['legacy', 'o1', 'r2', 'r3', 'y1']);
+  await add('y2', yellow);
+  assert.deepEqual(await pooledIds(campaignId), ['legacy', 'r2', 'r3', 'y1', 'y2'], 'cap 5: the oldest (o1) goes');
+  const orangeAgain = await data.findPoolSuccess({ campaignId, taskId: 'click-colour', instructionKey: ORANGE });
+  assert.equal(orangeAgain?.trajectoryId, 'y2', 'orange evicted by the cap: fallback to the task newest');
+
+  // Idempotent: a retried add of the same trajectory rewrites one object.
+  await add('y2', yellow);
+  assert.deepEqual(await pooledIds(campaignId), ['legacy', 'r2', 'r3', 'y1', 'y2']);
+  assert.deepEqual(await data.poolSizes({ campaignId }), { 'click-colour': 5 });
+});
+
+test("an operator's injected success is keyed by its manifest's instruction", async () => {
+  const campaignId = 'pool-inject';
+  const data = createCampaignDataActivities({ store, now: () => 5 });
+  const manifest: TrajectoryManifest = TrajectoryManifestSchema.parse({
+    schemaVersion: 1,
+    trajectoryId: 'demo-1',
+    campaignId,
+    taskId: 'click-colour',
+    groupId: 'demo',
+    seed: 7,
+    instruction: 'Click the orange button',
+    fields: [],
+    reward: 1,
+    status: 'ok',
+    numSteps: 1,
+    maxSteps: 4,
+    minPolicyVersion: 0,
+    maxPolicyVersion: 0,
+    stepsKey: 'campaigns/pool-inject/trajectories/demo-1/steps.jsonl',
+    stepsSha256: '0'.repeat(64),
+    source: 'demo',
+    envKind: 'browser',
+    createdAt: 5,
+  });
+  const manifestKey = keys.trajectoryManifest(campaignId, 'demo-1');
+  await store.putJson(manifestKey, manifest, TrajectoryManifestSchema);
+  await data.injectSuccess({ campaignId, taskId: 'click-colour', manifestKey });
+  const found = await data.findPoolSuccess({ campaignId, taskId: 'click-colour', instructionKey: ORANGE });
+  assert.equal(found?.trajectoryId, 'demo-1');
+  assert.equal(found?.instructionKey, ORANGE);
+});
