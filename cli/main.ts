@@ -57,9 +57,12 @@ campaigns
   campaign lineage ID                          checkpoint chain and ledger (which step consumed what)
   precollect ID --suite S [--k 2] [--attempts 64] [--temperature 1.5]
           [--policy embedded|oracle|uitars|uitars-oracle] [--policy-options JSON|FILE] [--vlm-model NAME]
+          [--pool-key task|instruction] [--pool-max-per-task 64]
                                      fill the experience pool before a campaign starts; for a VLM campaign
                                      --policy uitars-oracle (UI-TARS demonstrations) with the campaign's
-                                     policy.options (JSON, or a JSON/YAML file) and policy.vlmModel
+                                     policy.options (JSON, or a JSON/YAML file) and policy.vlmModel;
+                                     --pool-key as the campaign's curation.poolKey (else the pool is
+                                     trimmed per task)
   eval ID --suite S [--episodes 20] [--version N] [--policy P] [--policy-options JSON|FILE] [--vlm-model NAME]`;
 
 function fmtStatus(s: CampaignStatus): string {
@@ -349,9 +352,14 @@ async function precollectOrEval(cmd: 'precollect' | 'eval', args: string[]): Pro
       temperature: { type: 'string' },
       episodes: { type: 'string' },
       version: { type: 'string' },
+      'pool-key': { type: 'string' },
+      'pool-max-per-task': { type: 'string' },
     },
   });
   if (!id || id.startsWith('--') || !values.suite) throw new Error(`${cmd} ID --suite SUITE …\n${USAGE}`);
+  const poolKey = values['pool-key'] ?? 'task';
+  if (poolKey !== 'task' && poolKey !== 'instruction')
+    throw new Error(`--pool-key must be task or instruction (the campaign's curation.poolKey), got "${poolKey}"`);
   const { policyKind, policyOptions } = episodePolicyFromFlags(cmd, values);
   const tasks = loadSuite(values.suite).taskSpecs as unknown as Array<{ id: string } & Record<string, unknown>>;
   const client = await DartflowClient.connect();
@@ -374,6 +382,9 @@ async function precollectOrEval(cmd: 'precollect' | 'eval', args: string[]): Pro
             ...(policyOptions ? { policyOptions } : {}),
             endpoints,
             temperature: Number(values.temperature ?? 1.5),
+            ...(poolKey === 'instruction'
+              ? { poolByInstruction: { maxPerTask: intFlag('pool-max-per-task', values['pool-max-per-task'], 64) } }
+              : {}),
           },
         ],
       });

@@ -59,6 +59,7 @@ import {
   adoptTrainedVersion,
   applyRolloutOutcome,
   campaignStatus,
+  groupPoolOptions,
   initialCampaignState,
   isTrainable,
   pruneStaleBuffer,
@@ -569,9 +570,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       // a local activity per all-failed group while the pool is still empty).
       experiencePool: s.config.curation.experiencePool && (s.stats[plan.task.id]?.poolSize ?? 0) > 0,
       poolWanted: plan.poolWanted,
-      ...(s.config.curation.poolKey === 'instruction'
-        ? { poolByInstruction: { maxPerTask: s.config.curation.poolMaxPerTask } }
-        : {}),
+      ...groupPoolOptions(s.config),
       successThreshold: s.config.campaign.successThreshold,
     };
   }
@@ -994,6 +993,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
           temperature: 1,
           alreadyPooled: Object.fromEntries(active.map((t) => [t.id, s.stats[t.id]?.poolSize ?? 0])),
           successThreshold: s.config.campaign.successThreshold,
+          ...groupPoolOptions(s.config),
         },
       ],
     });

@@ -91,8 +91,6 @@ export const LIVE_TUNABLE_FIELDS = [
   'rollout.envConcurrency',
   'curation.maxStaleness',
   'curation.experiencePool',
-  'curation.poolKey',
-  'curation.poolMaxPerTask',
   'trainer.learningRate',
   'trainer.klBeta',
   'trainer.entropyTopFraction',

@@ -32,6 +32,8 @@ export interface PrecollectInput {
   /** Successes already pooled per task (from the campaign's stats). */
   alreadyPooled?: Record<string, number>;
   maxSteps?: number;
+  /** The campaign's pool keyed by instruction (curation.poolKey), passed to every group. */
+  poolByInstruction?: { maxPerTask: number };
 }
 
 export interface PrecollectResult {
@@ -78,6 +80,8 @@ export async function precollectWorkflow(input: PrecollectInput): Promise<Precol
                 },
                 experiencePool: false,
                 poolWanted: input.successesPerTask - have.successes,
+                poolKeep: input.successesPerTask,
+                ...(input.poolByInstruction ? { poolByInstruction: input.poolByInstruction } : {}),
                 source: demo ? 'demo' : 'precollect',
                 ...(input.successThreshold !== undefined ? { successThreshold: input.successThreshold } : {}),
               },

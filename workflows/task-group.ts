@@ -38,6 +38,11 @@ export interface TaskGroupInput {
    * maxPerTask per task, and an all-failed group looks its own instruction up first. Absent = per task.
    */
   poolByInstruction?: { maxPerTask: number };
+  /**
+   * How many successes the pool keeps per task (per instruction with poolByInstruction); default poolWanted.
+   * Pre-collection offers only the successes still wanted but must keep the ones of its earlier rounds.
+   */
+  poolKeep?: number;
   source?: 'rollout' | 'precollect' | 'demo';
   /** reward ≥ this is a success (pool entries); default 1.0 (campaign.successThreshold). */
   successThreshold?: number;
@@ -110,7 +115,7 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
     await poolActivities().addToPool({
       campaignId: input.campaignId,
       trajectories: successes.slice(0, input.poolWanted),
-      keepNewest: input.poolWanted,
+      keepNewest: input.poolKeep ?? input.poolWanted,
       successThreshold: input.successThreshold,
       ...(input.poolByInstruction ? { perInstruction: true, maxPerTask: input.poolByInstruction.maxPerTask } : {}),
     });

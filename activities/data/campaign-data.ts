@@ -15,6 +15,7 @@ import { isSuccess } from '../../algorithms/success';
 import { keys, registryKeys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
 import { indexDiscards } from '../../storage/trajectory-index';
+import { mapLimit } from '../../lib/concurrency';
 import { instructionKeyOf } from '../env/instruction-key';
 
 export const PolicyServerRegistrationSchema = z.object({
@@ -29,6 +30,8 @@ export const PolicyServerRegistrationSchema = z.object({
 export type PolicyServerRegistration = z.infer<typeof PolicyServerRegistrationSchema>;
 
 const PoolEntrySchema = TrajectorySummarySchema.extend({ pooledAt: z.number() });
+/** Pool objects read at once (a lookup that misses its instruction reads the whole task's pool). */
+const POOL_READS = 8;
 
 export function createCampaignDataActivities(deps: { store: ObjectStore; now?: () => number }) {
   const now = deps.now ?? Date.now;
@@ -37,17 +40,15 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
   /** A pool object name's instruction key (`<key>=<trajectoryId>.json`), or '' for an entry without one. */
   const instructionKeyOfName = (key: string): string => /\/([0-9a-f]{16})=[^/]*$/.exec(key)?.[1] ?? '';
 
-  /** Each entry's pooledAt (unreadable entries get −1, so they go first). */
+  /** Each entry's pooledAt (unreadable entries get −1, so they go first); read POOL_READS at a time. */
   async function pooledAtOf(entryKeys: string[]): Promise<Array<{ key: string; pooledAt: number }>> {
-    const out: Array<{ key: string; pooledAt: number }> = [];
-    for (const key of entryKeys) {
-      const pooledAt = await store
+    return mapLimit(entryKeys, POOL_READS, async (key) => ({
+      key,
+      pooledAt: await store
         .getJson(key, PoolEntrySchema)
         .then((e) => e.pooledAt)
-        .catch(() => -1);
-      out.push({ key, pooledAt });
-    }
-    return out;
+        .catch(() => -1),
+    }));
   }
 
   /** Removes the oldest of `entryKeys` beyond `keep` (by pooledAt; unreadable entries go first). */
@@ -58,11 +59,39 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
     for (const e of entries.slice(Math.max(0, keep))) await store.remove(e.key);
   }
 
+  /**
+   * Brings a task's pool down to `cap` entries, each time taking the oldest entry of the instruction with the
+   * most entries: a rare instruction's only success (the one a stuck sub-task needs) outlives the many
+   * successes of the instructions already learned.
+   */
+  async function evictToCap(entryKeys: string[], cap: number): Promise<void> {
+    if (entryKeys.length <= cap) return;
+    const byInstruction = new Map<string, Array<{ key: string; pooledAt: number }>>();
+    for (const e of await pooledAtOf(entryKeys)) {
+      const list = byInstruction.get(instructionKeyOfName(e.key)) ?? [];
+      list.push(e);
+      byInstruction.set(instructionKeyOfName(e.key), list);
+    }
+    for (const list of byInstruction.values())
+      list.sort((a, b) => a.pooledAt - b.pooledAt || a.key.localeCompare(b.key));
+    for (let excess = entryKeys.length - cap; excess > 0; excess--) {
+      let largest: Array<{ key: string; pooledAt: number }> | undefined;
+      for (const list of byInstruction.values()) {
+        if (
+          !largest ||
+          list.length > largest.length ||
+          (list.length === largest.length && list[0]!.pooledAt < largest[0]!.pooledAt)
+        )
+          largest = list;
+      }
+      await store.remove(largest!.shift()!.key);
+    }
+  }
+
   /** The newest readable entry among `entryKeys`, as a summary. */
   async function newestOf(entryKeys: string[]): Promise<TrajectorySummary | null> {
     let best: z.infer<typeof PoolEntrySchema> | null = null;
-    for (const key of entryKeys) {
-      const e = await store.getJson(key, PoolEntrySchema);
+    for (const e of await mapLimit(entryKeys, POOL_READS, (key) => store.getJson(key, PoolEntrySchema))) {
       if (!best || e.pooledAt > best.pooledAt) best = e;
     }
     if (!best) return null;
@@ -76,7 +105,7 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
      * `keepNewest`, each touched task keeps only its newest k entries: DART's pool lookup takes the most
      * recent success of a task, so older ones are evicted rather than newer ones refused. With
      * `perInstruction`, the newest k are kept per (task, instruction) instead, and a task's pool holds at
-     * most `maxPerTask` entries (the oldest go first).
+     * most `maxPerTask` entries (evictToCap: the oldest of the instruction with the most entries go first).
      */
     async addToPool(input: {
       campaignId: string;
@@ -114,7 +143,7 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
             input.keepNewest
           );
         if (input.maxPerTask !== undefined)
-          await evictOldest(await store.list(keys.poolPrefix(input.campaignId, taskId)), input.maxPerTask);
+          await evictToCap(await store.list(keys.poolPrefix(input.campaignId, taskId)), input.maxPerTask);
       }
       return added;
     },

@@ -29,6 +29,7 @@ import type { PolicySpec } from '../../policy/spec';
 import type { PreviousAction } from '../../policy/observation';
 import type { TaskSpec } from '../../tasks/schema';
 import {
+  groupPoolOptions,
   initialCampaignState,
   markGroupStarted,
   planNextGroup,
@@ -416,17 +417,20 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
       }
       counters.steps += trajectories.reduce((a, t) => a + t.numSteps, 0);
       // Experience pool as in taskGroupWorkflow (§4.8): pool the first successes, inject into an all-failed group.
-      const byInstruction = config.curation.poolKey === 'instruction';
+      const { poolByInstruction } = groupPoolOptions(config);
       const successes = trajectories.filter((t) => isSuccess(t.reward, config.campaign.successThreshold));
       if (successes.length > 0 && plan.poolWanted > 0)
         await data.addToPool({
           campaignId: o.campaignId,
           trajectories: successes.slice(0, plan.poolWanted),
           keepNewest: plan.poolWanted,
-          ...(byInstruction ? { perInstruction: true, maxPerTask: config.curation.poolMaxPerTask } : {}),
+          successThreshold: config.campaign.successThreshold,
+          ...(poolByInstruction ? { perInstruction: true, maxPerTask: poolByInstruction.maxPerTask } : {}),
         });
       if (config.curation.experiencePool && trajectories.length > 0 && successes.length === 0) {
-        const instructionKey = byInstruction ? trajectories.find((t) => t.instructionKey)?.instructionKey : undefined;
+        const instructionKey = poolByInstruction
+          ? trajectories.find((t) => t.instructionKey)?.instructionKey
+          : undefined;
         const pooled = await data.findPoolSuccess({
           campaignId: o.campaignId,
           taskId: plan.task.id,

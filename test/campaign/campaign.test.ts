@@ -285,3 +285,33 @@ test("the pool keyed by instruction: an all-failed group gets its own instructio
     "no success of seed 13's word yet: the task's newest, as DART does"
   );
 });
+
+test('a group offers poolWanted successes and the pool keeps poolKeep: later pre-collection rounds keep the earlier ones', async () => {
+  const task = loadSuite('quickstart').taskSpecs.find((t) => t.id === 'click-target') as unknown as {
+    id: string;
+  } & Record<string, unknown>;
+  const campaignId = `itest-keep-${uniqueSuffix()}`;
+  for (const [round, seed] of [3, 4].entries()) {
+    await client.temporal.workflow.execute(taskGroupWorkflow, {
+      taskQueue: TASK_QUEUES.orchestrator,
+      workflowId: `${campaignId}-r${round}`,
+      workflowExecutionTimeout: '3 minutes',
+      args: [
+        {
+          campaignId,
+          groupId: `${campaignId}-r${round}`,
+          task,
+          seed,
+          n: 1,
+          maxSteps: 4,
+          policy: { kind: 'oracle', endpoints: [], temperature: 1 },
+          experiencePool: false,
+          poolWanted: 1, // the one success still wanted …
+          poolKeep: 2, // … of k = 2 per task
+        },
+      ],
+    });
+  }
+  const pooled = await store.list(keys.poolPrefix(campaignId, 'click-target'));
+  assert.equal(pooled.length, 2, `both rounds' successes stay: ${pooled.join(', ')}`);
+});

@@ -123,18 +123,20 @@ test('per instruction: the newest k per instruction, a failed group gets its own
   const fallback = await data.findPoolSuccess({ campaignId, taskId: 'click-colour', instructionKey: yellow });
   assert.equal(fallback?.trajectoryId, 'r3', 'no yellow success yet: the task newest (DART)');
 
-  // Entries without an instruction (older workers) form their own key; the task cap evicts the oldest overall.
+  // Entries without an instruction (older workers) form their own key. Over the task cap, the oldest entry of
+  // the instruction with the most entries goes (red and yellow have 2; red's oldest is older): orange's only
+  // success, the oldest entry of all, stays.
   await add('legacy', undefined);
   await add('y1', yellow);
   assert.deepEqual(await pooledIds(campaignId), ['legacy', 'o1', 'r2', 'r3', 'y1']);
   await add('y2', yellow);
-  assert.deepEqual(await pooledIds(campaignId), ['legacy', 'r2', 'r3', 'y1', 'y2'], 'cap 5: the oldest (o1) goes');
+  assert.deepEqual(await pooledIds(campaignId), ['legacy', 'o1', 'r3', 'y1', 'y2'], 'cap 5: red loses r2');
   const orangeAgain = await data.findPoolSuccess({ campaignId, taskId: 'click-colour', instructionKey: ORANGE });
-  assert.equal(orangeAgain?.trajectoryId, 'y2', 'orange evicted by the cap: fallback to the task newest');
+  assert.equal(orangeAgain?.trajectoryId, 'o1', "a rare instruction's only success outlives the cap");
 
   // Idempotent: a retried add of the same trajectory rewrites one object.
   await add('y2', yellow);
-  assert.deepEqual(await pooledIds(campaignId), ['legacy', 'r2', 'r3', 'y1', 'y2']);
+  assert.deepEqual(await pooledIds(campaignId), ['legacy', 'o1', 'r3', 'y1', 'y2']);
   assert.deepEqual(await data.poolSizes({ campaignId }), { 'click-colour': 5 });
 });
 
@@ -164,7 +166,24 @@ test("an operator's injected success is keyed by its manifest's instruction", as
   });
   const manifestKey = keys.trajectoryManifest(campaignId, 'demo-1');
   await store.putJson(manifestKey, manifest, TrajectoryManifestSchema);
+  // A newer red success first: the lookup by orange must still find the (older) orange demo.
+  await createCampaignDataActivities({ store, now: () => 4 }).addToPool({
+    campaignId,
+    trajectories: [success('red-1', RED)],
+    keepNewest: 2,
+    perInstruction: true,
+  });
   await data.injectSuccess({ campaignId, taskId: 'click-colour', manifestKey });
+  assert.deepEqual(
+    (await store.list(keys.poolPrefix(campaignId, 'click-colour'))).map((k) => k.split('/').at(-1)).sort(),
+    [`${ORANGE}=demo-1.json`, `${RED}=red-1.json`]
+  );
+  await createCampaignDataActivities({ store, now: () => 6 }).addToPool({
+    campaignId,
+    trajectories: [success('red-2', RED)],
+    keepNewest: 2,
+    perInstruction: true,
+  });
   const found = await data.findPoolSuccess({ campaignId, taskId: 'click-colour', instructionKey: ORANGE });
   assert.equal(found?.trajectoryId, 'demo-1');
   assert.equal(found?.instructionKey, ORANGE);

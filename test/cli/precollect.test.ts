@@ -217,6 +217,7 @@ describe('dartflow precollect --policy uitars-oracle --policy-options', () => {
         says: [/apply to --policy uitars or uitars-oracle, not "oracle"/],
       },
       { args: ['--policy', 'vlm'], says: [/--policy must be embedded, oracle, uitars, uitars-oracle, got "vlm"/] },
+      { args: ['--pool-key', 'colour'], says: [/--pool-key must be task or instruction/, /curation\.poolKey/] },
     ];
     const campaignId = `cli-pre-bad-${uniqueSuffix()}`;
     // Independent CLI processes (each mostly tsx start-up): two at a time keep both cores busy.

@@ -5,6 +5,7 @@ import { parseCampaignConfig } from '../../config/load';
 import type { GroupSummary, TrajectorySummary } from '../../schemas/campaign';
 import {
   episodesInFlight,
+  groupPoolOptions,
   initialCampaignState,
   markGroupStarted,
   planNextGroup,
@@ -174,9 +175,37 @@ test('setConfig accepts live fields with valid values and names the problem othe
   assert.equal(next.trainer.learningRate, 0.001);
   assert.equal(next.rollout.envConcurrency, 8);
   assert.throws(() => applyLiveOverrides(s.config, { 'policy.width': 2 }), /cannot be changed on a running campaign/);
+  // The pool's key decides how entries are named and trimmed: switching it mid-campaign would strand entries.
+  assert.throws(
+    () => applyLiveOverrides(s.config, { 'curation.poolKey': 'instruction' }),
+    /cannot be changed on a running campaign/
+  );
   assert.throws(
     () => applyLiveOverrides(s.config, { 'trainer.learningRate': -1 }),
     /setConfig trainer\.learningRate: Too small/
   );
   assert.throws(() => applyLiveOverrides(s.config, {}), /at least one/);
+});
+
+test("groups get the pool keyed by instruction only when curation.poolKey says so (DART's per-task inputs otherwise)", () => {
+  assert.deepEqual(groupPoolOptions(parseCampaignConfig({ campaign: { id: 'p', suite: 'quickstart' } })), {});
+  assert.deepEqual(
+    groupPoolOptions(
+      parseCampaignConfig({ campaign: { id: 'p', suite: 'quickstart' }, curation: { poolKey: 'instruction' } })
+    ),
+    { poolByInstruction: { maxPerTask: 64 } }
+  );
+  assert.deepEqual(
+    groupPoolOptions(
+      parseCampaignConfig({
+        campaign: { id: 'p', suite: 'quickstart' },
+        curation: { poolKey: 'instruction', poolMaxPerTask: 16 },
+      })
+    ),
+    { poolByInstruction: { maxPerTask: 16 } }
+  );
+  assert.throws(
+    () => parseCampaignConfig({ campaign: { id: 'p', suite: 'quickstart' }, curation: { poolKey: 'colour' } }),
+    /curation\.poolKey/
+  );
 });

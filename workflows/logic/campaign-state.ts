@@ -277,6 +277,15 @@ export function planNextGroup(s: CampaignState): GroupPlan | null {
 }
 
 /**
+ * How task groups use the experience pool beyond DART's per-task rule: with curation.poolKey 'instruction',
+ * keyed by (task, instruction) under a per-task cap (TaskGroupInput.poolByInstruction); nothing otherwise,
+ * so groups of per-task campaigns keep their recorded inputs.
+ */
+export function groupPoolOptions(c: Pick<CampaignConfig, 'curation'>): { poolByInstruction?: { maxPerTask: number } } {
+  return c.curation.poolKey === 'instruction' ? { poolByInstruction: { maxPerTask: c.curation.poolMaxPerTask } } : {};
+}
+
+/**
  * The task whose round-robin turn it is. A solved task (its last rollout.solvedTaskWindow rewards all
  * successes) takes one turn in rollout.solvedTaskEvery (algorithms/curation.ts takesTurn) and the turn
  * goes on to the next task; when every task passes, the last one looked at takes the turn.
