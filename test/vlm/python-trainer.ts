@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { bundleWorkflowCode, type Worker } from '@temporalio/worker';
@@ -82,19 +81,6 @@ export async function startPythonTrainer(o: {
  * the campaign's proxies do. Written at run time (a workflow file must be bundled on its own) under the
  * data dir, inside the project, so the bundler resolves @temporalio/workflow from the project's node_modules.
  */
-const WORKFLOW_SOURCE = `
-import { proxyActivities } from '@temporalio/workflow';
-export async function callActivity(queue: string, name: string, input: unknown): Promise<unknown> {
-  const acts = proxyActivities<Record<string, (x: unknown) => Promise<unknown>>>({
-    taskQueue: queue,
-    startToCloseTimeout: '10 minutes',
-    heartbeatTimeout: '5 minutes',
-    retry: { maximumAttempts: 4, initialInterval: '1 second' },
-  });
-  return acts[name]!(input);
-}
-`;
-
 export interface ActivityCaller {
   /** Runs activity `name` on `queue` through a workflow; rejects with the WorkflowFailedError. */
   call(queue: string, name: string, input: unknown): Promise<TrainStepResult>;
@@ -104,15 +90,10 @@ export interface ActivityCaller {
 /** A workflow worker on a private queue running `callActivity`, and a client to start it. */
 export async function startActivityCaller(settings: InfraSettings): Promise<ActivityCaller> {
   const workflowQueue = testTaskQueue('vlm-call-wf');
-  const wfDir = path.join(settings.dataDir, 'tmp', `vlm-call-wf-${uniqueSuffix()}`);
-  fs.mkdirSync(wfDir, { recursive: true });
-  fs.writeFileSync(path.join(wfDir, 'workflow.ts'), WORKFLOW_SOURCE);
-  let workflowBundle;
-  try {
-    workflowBundle = await bundleWorkflowCode({ workflowsPath: path.join(wfDir, 'workflow.ts') });
-  } finally {
-    fs.rmSync(wfDir, { recursive: true, force: true });
-  }
+  // A file inside the checkout, so the bundler resolves @temporalio/workflow whatever the data dir is.
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: path.join(__dirname, 'fixtures', 'call-activity-workflow.ts'),
+  });
   const worker: Worker = await createTestWorker(settings, { taskQueue: workflowQueue, workflowBundle });
   const running = worker.run();
   const client: Client = await connectClient(settings);

@@ -157,8 +157,10 @@ describe('uitars-oracle: UI-TARS demonstrations with the prompt the VLM is sampl
         bucket: store.bucket,
         queue,
       });
-      const caller = await startActivityCaller(testSettings());
+      // The Python worker keeps this test process alive: it is stopped even when the caller cannot start.
+      let caller: Awaited<ReturnType<typeof startActivityCaller>> | undefined;
       try {
+        caller = await startActivityCaller(testSettings());
         const result = await caller.call(queue, 'behaviourClone', {
           campaignId: CAMPAIGN,
           trainStep: 1,
@@ -189,7 +191,7 @@ describe('uitars-oracle: UI-TARS demonstrations with the prompt the VLM is sampl
         const { tensors, changed } = await changedTensors(dir, modelDir);
         assert.ok(tensors > 0 && changed > 0, `changed ${changed} of ${tensors} tensors`);
       } finally {
-        await caller.close();
+        await caller?.close();
         await trainer.stop();
       }
     }
