@@ -117,7 +117,7 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
       trajectories: successes.slice(0, input.poolWanted),
       keepNewest: input.poolKeep ?? input.poolWanted,
       successThreshold: input.successThreshold,
-      ...(input.poolByInstruction ? { perInstruction: true, maxPerTask: input.poolByInstruction.maxPerTask } : {}),
+      ...(input.poolByInstruction ? { perInstruction: input.poolByInstruction } : {}),
     });
   }
   if (input.experiencePool && trajectories.length > 0 && successes.length === 0) {

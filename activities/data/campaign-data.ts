@@ -51,12 +51,14 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
     }));
   }
 
-  /** Removes the oldest of `entryKeys` beyond `keep` (by pooledAt; unreadable entries go first). */
-  async function evictOldest(entryKeys: string[], keep: number): Promise<void> {
-    if (entryKeys.length <= keep) return;
+  /** Removes the oldest of `entryKeys` beyond `keep` (by pooledAt; unreadable entries go first); returns them. */
+  async function evictOldest(entryKeys: string[], keep: number): Promise<string[]> {
+    if (entryKeys.length <= keep) return [];
     const entries = await pooledAtOf(entryKeys);
     entries.sort((a, b) => b.pooledAt - a.pooledAt || a.key.localeCompare(b.key));
-    for (const e of entries.slice(Math.max(0, keep))) await store.remove(e.key);
+    const removed = entries.slice(Math.max(0, keep)).map((e) => e.key);
+    for (const key of removed) await store.remove(key);
+    return removed;
   }
 
   /**
@@ -105,14 +107,14 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
      * `keepNewest`, each touched task keeps only its newest k entries: DART's pool lookup takes the most
      * recent success of a task, so older ones are evicted rather than newer ones refused. With
      * `perInstruction`, the newest k are kept per (task, instruction) instead, and a task's pool holds at
-     * most `maxPerTask` entries (evictToCap: the oldest of the instruction with the most entries go first).
+     * most `perInstruction.maxPerTask` entries (evictToCap: the oldest of the instruction with the most entries
+     * go first).
      */
     async addToPool(input: {
       campaignId: string;
       trajectories: TrajectorySummary[];
       keepNewest?: number;
-      perInstruction?: boolean;
-      maxPerTask?: number;
+      perInstruction?: { maxPerTask: number };
       /** reward ≥ this is a success (campaign.successThreshold; default 1.0). */
       successThreshold?: number;
     }): Promise<number> {
@@ -137,13 +139,15 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
           await evictOldest(all, input.keepNewest);
           continue;
         }
-        for (const ik of instructionKeys)
-          await evictOldest(
-            all.filter((k) => instructionKeyOfName(k) === ik),
-            input.keepNewest
-          );
-        if (input.maxPerTask !== undefined)
-          await evictToCap(await store.list(keys.poolPrefix(input.campaignId, taskId)), input.maxPerTask);
+        const removed = new Set<string>();
+        for (const ik of instructionKeys) {
+          const ofInstruction = all.filter((k) => instructionKeyOfName(k) === ik);
+          for (const key of await evictOldest(ofInstruction, input.keepNewest)) removed.add(key);
+        }
+        await evictToCap(
+          all.filter((k) => !removed.has(k)),
+          input.perInstruction.maxPerTask
+        );
       }
       return added;
     },

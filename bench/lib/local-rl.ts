@@ -425,7 +425,7 @@ export async function runLocalRl(o: LocalRlOptions): Promise<LocalRlResult> {
           trajectories: successes.slice(0, plan.poolWanted),
           keepNewest: plan.poolWanted,
           successThreshold: config.campaign.successThreshold,
-          ...(poolByInstruction ? { perInstruction: true, maxPerTask: poolByInstruction.maxPerTask } : {}),
+          ...(poolByInstruction ? { perInstruction: poolByInstruction } : {}),
         });
       if (config.curation.experiencePool && trajectories.length > 0 && successes.length === 0) {
         const instructionKey = poolByInstruction

@@ -106,8 +106,7 @@ test('per instruction: the newest k per instruction, a failed group gets its own
       campaignId,
       trajectories: [success(id, ik, reward)],
       keepNewest: 2,
-      perInstruction: true,
-      maxPerTask: 5,
+      perInstruction: { maxPerTask: 5 },
     });
   };
   await add('o1', ORANGE);
@@ -171,7 +170,7 @@ test("an operator's injected success is keyed by its manifest's instruction", as
     campaignId,
     trajectories: [success('red-1', RED)],
     keepNewest: 2,
-    perInstruction: true,
+    perInstruction: { maxPerTask: 64 },
   });
   await data.injectSuccess({ campaignId, taskId: 'click-colour', manifestKey });
   assert.deepEqual(
@@ -182,7 +181,7 @@ test("an operator's injected success is keyed by its manifest's instruction", as
     campaignId,
     trajectories: [success('red-2', RED)],
     keepNewest: 2,
-    perInstruction: true,
+    perInstruction: { maxPerTask: 64 },
   });
   const found = await data.findPoolSuccess({ campaignId, taskId: 'click-colour', instructionKey: ORANGE });
   assert.equal(found?.trajectoryId, 'demo-1');
