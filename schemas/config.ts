@@ -7,6 +7,8 @@ import { z } from 'zod';
 import { UiTarsOptionsSchema } from './uitars-options';
 
 const prob = z.number().min(0).max(1);
+/** A timeout in whole seconds, a minute by default (the value before it was configurable). */
+const timeoutSeconds = (min: number) => z.number().int().min(min).max(3600).default(60);
 const posInt = z.number().int().positive();
 
 export const CampaignSectionSchema = z
@@ -192,6 +194,9 @@ export const TrainerSchema = z
       .describe('Fewest eligible groups to start a train step [§3.4: train_batch_size_min 6].'),
     maxGroups: posInt.default(8).describe('Most groups per train step [§3.4: train_batch_size_max 8].'),
     minibatchSize: posInt.default(64).describe('Step samples per gradient computation (heartbeat per minibatch).'),
+    heartbeatTimeoutSeconds: timeoutSeconds(10).describe(
+      'Heartbeat timeout of the trainStep and behaviourClone activities: a step whose trainer died is retried on another trainer after this long. Trainers heartbeat per minibatch and while samples load, so keep it well above one minibatch (a VLM minibatch on a slow machine can take minutes: raise it there).'
+    ),
     epochs: posInt.default(1).describe('Passes over a batch per train step [§4.1: ppo_epochs 1].'),
     advantageStatistics: z
       .enum(['steps', 'trajectories'])
@@ -221,6 +226,9 @@ export const PolicySchema = z
     seed: z.number().int().default(0).describe('Seed of the initial weights.'),
     width: posInt.default(1).describe('Channel multiplier of the embedded CNN (1 ≈ 26k parameters).'),
     servers: posInt.default(1).describe('Policy servers to run/roll out to.'),
+    reloadPickupTimeoutSeconds: timeoutSeconds(5).describe(
+      "A model rollout drops a policy server whose worker has not picked its reload up after this long (a dead server: a live one polls its queue all the time) and goes on with the others; training waits for the rollout meanwhile. Raise it only if servers' workers can be busy for longer (they run one reload at a time)."
+    ),
     maxBatch: posInt.default(32).describe('Dynamic batching: largest batch per inference call.'),
     maxWaitMs: z.number().nonnegative().default(2).describe('Dynamic batching: longest wait to fill a batch.'),
     vlmEndpoint: z
@@ -278,6 +286,9 @@ export const EnvSchema = z
       .describe(
         'Multiplies every simulated env latency (0.1 runs the OSWorld profile 10× faster, same shape); env workers read it as DARTFLOW_ENV_TIME_SCALE; the campaign scales trainer.simulatedStepSeconds by it too.'
       ),
+    episodeHeartbeatTimeoutSeconds: timeoutSeconds(10).describe(
+      'Heartbeat timeout of every episode activity (rollouts, demonstrations, pre-collection, evaluations, rollout gates): an episode whose env worker died (kill -9, a lost machine) is retried on another worker after this long. Env workers heartbeat every step, so keep it well above the slowest step (seconds on the browser env; an OSWorld step with a VLM call can take a minute: raise it there).'
+    ),
   })
   .describe('The env cluster.');
 
@@ -294,6 +305,17 @@ export const EvalSchema = z
       .default(0.7)
       .describe(
         'The training success below which eval.sparseEveryVersions applies (a family without rollout episodes yet counts as below).'
+      ),
+    nearTargetEveryVersions: posInt
+      .nullable()
+      .default(null)
+      .describe(
+        'Once the last evaluation has every family within eval.nearTargetMargin of campaign.targetSuccess (greedy), evaluate every this many versions instead (when fewer): near the target, the wait for the next evaluation is what is left of the campaign once the policy is good enough. null = the usual cadence.'
+      ),
+    nearTargetMargin: prob
+      .default(0.1)
+      .describe(
+        'How close to campaign.targetSuccess every family of the last evaluation must be for eval.nearTargetEveryVersions.'
       ),
     episodesPerTask: posInt.default(20).describe('Held-out greedy episodes per task family.'),
     sampledEpisodesPerTask: posInt

@@ -5,9 +5,11 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../infra/settings';
 import { ensureInfra } from './ensure-infra';
+import { WORKFLOW_BUNDLE_ENV, writeOrchestratorBundle } from '../workers/workflow-bundle';
 
 function findTests(dir: string): string[] {
   const out: string[] = [];
@@ -27,13 +29,21 @@ async function main(): Promise<void> {
     .map((f) => path.relative(PROJECT_ROOT, f))
     .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
   if (files.length === 0) throw new Error(`no test files match ${filters.join(', ')}`);
+  // One workflow bundle for every orchestrator worker the tests start (workers/workflow-bundle.ts).
+  const bundleDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dartflow-test-bundle-'));
+  const bundle = await writeOrchestratorBundle(bundleDir).catch((err: unknown) => {
+    // Every worker then bundles (and reports) on its own; the tests say what is wrong with the workflows.
+    console.warn(`[test] workflow bundle failed, workers bundle their own: ${String(err)}`);
+    return '';
+  });
   console.log(`[test] ${files.length} test files; infra ready in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...files], {
     cwd: PROJECT_ROOT,
     stdio: 'inherit',
-    env: { ...process.env, DARTFLOW_TEST: '1' },
+    env: { ...process.env, DARTFLOW_TEST: '1', [WORKFLOW_BUNDLE_ENV]: bundle },
   });
   const code: number = await new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+  fs.rmSync(bundleDir, { recursive: true, force: true });
   console.log(`[test] finished in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   process.exit(code);
 }

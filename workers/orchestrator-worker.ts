@@ -18,6 +18,7 @@ import { connectWorker, retryStartup } from '../infra/temporal-connection';
 import { TASK_QUEUES } from '../schemas/task-queues';
 import { ObjectStore } from '../storage/object-store';
 import { runWorkerMain } from './run-worker';
+import { orchestratorWorkflowCode } from './workflow-bundle';
 
 export function createOrchestratorActivities(store: ObjectStore) {
   return {
@@ -72,13 +73,14 @@ export async function createOrchestratorWorker(
   const store = ObjectStore.fromSettings(settings);
   await retryStartup(`reaching object storage at ${store.endpoint}`, () => store.ensureBucket());
   const connection = await connectWorker(settings);
+  const { workflowInterceptors, ...workflowCode } = orchestratorWorkflowCode();
   return Worker.create({
     connection,
     namespace: settings.temporal.namespace,
     taskQueue: TASK_QUEUES.orchestrator,
-    workflowsPath: require.resolve('../workflows'),
+    ...workflowCode,
     activities: createOrchestratorActivities(store),
-    interceptors: withMetrics(payloadGuardInterceptors({ workflows: true }), metrics),
+    interceptors: withMetrics(payloadGuardInterceptors({ workflows: workflowInterceptors }), metrics),
     // Activities here are short data-manager calls; in-flight ones finish on SIGTERM.
     shutdownGraceTime: '30 seconds',
     ...orchestratorVersioning(),

@@ -16,7 +16,7 @@ import { TASK_QUEUES } from '../schemas/task-queues';
  * 15 minutes (seconds on the browser env, minutes on OSWorld); a heartbeat every step catches dead workers
  * (an episode that ends within its first 10 s sends none: activities/env/heartbeat-gate.ts).
  */
-export const envActivities = proxyActivities<EnvActivities>({
+const envOptions = {
   taskQueue: TASK_QUEUES.env,
   startToCloseTimeout: '15 minutes',
   heartbeatTimeout: '1 minute',
@@ -27,7 +27,18 @@ export const envActivities = proxyActivities<EnvActivities>({
     maximumAttempts: 5,
     nonRetryableErrorTypes: ['TaskConfigError', 'InvalidEpisodeInput'],
   },
-});
+} as const satisfies ActivityOptions;
+
+export const envActivities = proxyActivities<EnvActivities>(envOptions);
+
+/**
+ * The env activities with the campaign's env.episodeHeartbeatTimeoutSeconds (absent: the default minute,
+ * as for runs recorded before the field). Replay does not compare activity options, so no patch.
+ */
+export function envActivitiesWith(heartbeatTimeoutMs: number | undefined): EnvActivities {
+  if (heartbeatTimeoutMs === undefined) return envActivities;
+  return proxyActivities<EnvActivities>({ ...envOptions, heartbeatTimeout: heartbeatTimeoutMs });
+}
 
 /**
  * The same data-manager activities as local activities: the orchestrator worker that runs the workflow
@@ -71,14 +82,23 @@ export const trainerActivities = proxyActivities<TrainerActivities>({
 });
 
 /**
- * The trainer activities on another queue (a VLM campaign's Python trainer: TASK_QUEUES.trainerVlm), with
- * the same timeouts and retries. Replay does not compare an activity's task queue, so choosing it per
- * call needs no patch.
+ * The trainer activities on another queue (a VLM campaign's Python trainer: TASK_QUEUES.trainerVlm) and/or
+ * with the campaign's trainer.heartbeatTimeoutSeconds, the other timeouts and retries the same. Replay
+ * compares neither an activity's task queue nor its timeouts, so choosing them per call needs no patch.
  */
-export function trainerActivitiesOn(taskQueue: string | undefined): TrainerActivities {
-  if (taskQueue === undefined || taskQueue === TASK_QUEUES.trainer) return trainerActivities;
-  return proxyActivities<TrainerActivities>({ ...trainerOptions, taskQueue });
+export function trainerActivitiesOn(taskQueue: string | undefined, heartbeatTimeoutMs?: number): TrainerActivities {
+  const queue = taskQueue ?? TASK_QUEUES.trainer;
+  if (queue === TASK_QUEUES.trainer && heartbeatTimeoutMs === undefined) return trainerActivities;
+  return proxyActivities<TrainerActivities>({
+    ...trainerOptions,
+    taskQueue: queue,
+    ...(heartbeatTimeoutMs !== undefined ? { heartbeatTimeout: heartbeatTimeoutMs } : {}),
+  });
 }
+
+/** trainer.heartbeatTimeoutSeconds in ms; undefined for configs recorded before the field (the default minute). */
+export const trainerHeartbeatMs = (trainer: { heartbeatTimeoutSeconds?: number }): number | undefined =>
+  trainer.heartbeatTimeoutSeconds === undefined ? undefined : trainer.heartbeatTimeoutSeconds * 1000;
 
 /** The trainer queue of a campaign's policy kind: the Python VLM trainer's for `vlm`, else the TypeScript one's. */
 export const trainerQueueOf = (policyKind: string): string =>

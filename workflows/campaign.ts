@@ -43,6 +43,7 @@ import {
   dataActivities,
   dataLocalActivities,
   trainerActivitiesOn,
+  trainerHeartbeatMs,
   trainerQueueOf,
 } from './activity-proxies';
 import type { EvalPoint, GroupSummary } from '../schemas/campaign';
@@ -519,6 +520,8 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     s.config.policy.kind === 'vlm'
       ? { model: s.config.policy.vlmModel ?? 'dartflow', ...(s.config.policy.options ?? {}) }
       : {};
+  /** env.episodeHeartbeatTimeoutSeconds for every episode activity the campaign's children run. */
+  const episodeHeartbeatMs = (): number => s.config.env.episodeHeartbeatTimeoutSeconds * 1000;
 
   /**
    * Starts an ABANDON child on the orchestrator queue and watches its result: `onResult` with what it
@@ -572,6 +575,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       poolWanted: plan.poolWanted,
       ...groupPoolOptions(s.config),
       successThreshold: s.config.campaign.successThreshold,
+      episodeHeartbeatTimeoutMs: episodeHeartbeatMs(),
     };
   }
 
@@ -722,6 +726,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       episodesPerTask: s.config.eval.gateEpisodesPerTask,
       baseline: last.successRate,
       maxDrop: s.config.eval.gateMinSuccessDrop,
+      episodeHeartbeatTimeoutMs: episodeHeartbeatMs(),
     };
   }
 
@@ -739,6 +744,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
           gate: gateFor(a.version),
           policyKind: policyKind(),
           policyOptions: policyOptions(),
+          reloadPickupTimeoutMs: s.config.policy.reloadPickupTimeoutSeconds * 1000,
         },
       ],
       onRolledOut,
@@ -766,6 +772,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
           atEpisodes: s.episodes,
           startedAtMs: s.startedAtMs,
           successThreshold: s.config.campaign.successThreshold,
+          episodeHeartbeatTimeoutMs: episodeHeartbeatMs(),
         },
       ],
       onEvalFinished,
@@ -925,6 +932,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
                   poolWanted: 0,
                   source: 'demo',
                   distinctSeeds: true,
+                  episodeHeartbeatTimeoutMs: episodeHeartbeatMs(),
                 },
               ],
             })
@@ -949,7 +957,10 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
           })),
       }))
       .filter((g) => g.trajectories.length > 0);
-    const result = await trainerActivitiesOn(trainerQueueOf(s.config.policy.kind)).behaviourClone({
+    const result = await trainerActivitiesOn(
+      trainerQueueOf(s.config.policy.kind),
+      trainerHeartbeatMs(s.config.trainer)
+    ).behaviourClone({
       campaignId: s.campaignId,
       trainStep: s.trainSteps + 1,
       fromVersion: s.policyVersion,
@@ -994,6 +1005,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
           alreadyPooled: Object.fromEntries(active.map((t) => [t.id, s.stats[t.id]?.poolSize ?? 0])),
           successThreshold: s.config.campaign.successThreshold,
           ...groupPoolOptions(s.config),
+          episodeHeartbeatTimeoutMs: episodeHeartbeatMs(),
         },
       ],
     });

@@ -7,7 +7,7 @@
 import { getExternalWorkflowHandle, log, patched, workflowInfo } from '@temporalio/workflow';
 import type { RunEpisodeResult } from '../activities/env/input';
 import type { EvalPoint } from '../schemas/campaign';
-import { envActivities, dataActivities } from './activity-proxies';
+import { envActivitiesWith, dataActivities } from './activity-proxies';
 import { evalFinishedSignal } from './messages';
 import { isSuccess } from '../algorithms/success';
 
@@ -29,12 +29,13 @@ export interface EvaluateInput {
   successThreshold?: number;
   /** Record the point in MinIO (learning curve); the rollout gate's quick checks are not recorded. */
   record?: boolean;
+  /** env.episodeHeartbeatTimeoutSeconds in ms (absent: the default minute). */
+  episodeHeartbeatTimeoutMs?: number;
 }
 
 /** Patch id of the temperature-1 episodes (docs/upgrades.md): evaluations started before it run greedy only. */
 export const EVAL_SAMPLED_PATCH = 'eval-sampled-side-by-side';
 
-const { runEpisode } = envActivities;
 const data = dataActivities;
 
 /** Evenly spread held-out seeds of a task (same seeds for every version: comparable curve points). */
@@ -97,6 +98,7 @@ export async function evaluateWorkflow(input: EvaluateInput): Promise<EvalPoint>
     source: 'rollout' as const,
   });
   // One activity per episode (the unit of scheduling); infrastructure failures are retried by Temporal.
+  const { runEpisode } = envActivitiesWith(input.episodeHeartbeatTimeoutMs);
   const results: Array<PromiseSettledResult<RunEpisodeResult>> = await Promise.allSettled(
     jobs.map((j) => runEpisode(episodeInput(j)))
   );

@@ -33,10 +33,19 @@ export interface ModelRolloutInput {
   servers: PolicyEndpoint[];
   /** serverId → version served before this rollout (the rollback target). */
   servedVersions: Record<string, number>;
-  gate: { tasks: EvaluateInput['tasks']; episodesPerTask: number; baseline: number; maxDrop: number } | null;
+  gate: {
+    tasks: EvaluateInput['tasks'];
+    episodesPerTask: number;
+    baseline: number;
+    maxDrop: number;
+    /** env.episodeHeartbeatTimeoutSeconds in ms (absent: the default minute). */
+    episodeHeartbeatTimeoutMs?: number;
+  } | null;
   /** Policy kind the gate's episodes use (embedded, uitars), and its options (e.g. the served model name). */
   policyKind?: string;
   policyOptions?: Record<string, unknown>;
+  /** policy.reloadPickupTimeoutSeconds in ms (absent: the default minute). */
+  reloadPickupTimeoutMs?: number;
 }
 
 export interface ModelRolloutResult {
@@ -54,13 +63,14 @@ export function isServerGone(err: unknown): boolean {
   return cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_START';
 }
 
-function reloaderFor(serverId: string) {
+function reloaderFor(serverId: string, pickupTimeoutMs: number | undefined) {
   return proxyActivities<PolicyServerActivities>({
     taskQueue: policyQueue(serverId),
-    // Loading is seconds; a dead server must not block the rollout: a reload nobody picks up within a
-    // minute means the server is gone, and it is dropped (isServerGone). The heartbeat timeout turns a
-    // server killed mid-reload into a prompt retry (on its restarted process) instead of a 5-minute stall.
-    scheduleToStartTimeout: '1 minute',
+    // Loading is seconds; a dead server must not block the rollout: a reload nobody picks up within
+    // policy.reloadPickupTimeoutSeconds (a minute by default, and for runs recorded before the field) means
+    // the server is gone, and it is dropped (isServerGone). The heartbeat timeout turns a server killed
+    // mid-reload into a prompt retry (on its restarted process) instead of a 5-minute stall.
+    scheduleToStartTimeout: pickupTimeoutMs ?? '1 minute',
     startToCloseTimeout: '5 minutes',
     heartbeatTimeout: '1 minute',
     // A refused checkpoint fails at once (→ rollback); a transient failure (MinIO restarting, the server
@@ -89,7 +99,10 @@ export async function modelRolloutWorkflow(input: ModelRolloutInput): Promise<Mo
       const previous = input.servedVersions[server.serverId];
       if (previous === undefined) continue;
       try {
-        await reloaderFor(server.serverId)({ campaignId: input.campaignId, version: previous });
+        await reloaderFor(
+          server.serverId,
+          input.reloadPickupTimeoutMs
+        )({ campaignId: input.campaignId, version: previous });
         served[server.serverId] = previous;
       } catch (err) {
         if (isServerGone(err)) dropped.push(server.serverId);
@@ -101,7 +114,10 @@ export async function modelRolloutWorkflow(input: ModelRolloutInput): Promise<Mo
 
   for (const server of input.servers) {
     try {
-      await reloaderFor(server.serverId)({ campaignId: input.campaignId, version: input.version });
+      await reloaderFor(
+        server.serverId,
+        input.reloadPickupTimeoutMs
+      )({ campaignId: input.campaignId, version: input.version });
     } catch (err) {
       if (isServerGone(err)) {
         // A dead server is taken out; the others still get the new version.
@@ -130,6 +146,9 @@ export async function modelRolloutWorkflow(input: ModelRolloutInput): Promise<Mo
             atEpisodes: 0,
             startedAtMs: 0,
             record: false,
+            ...(input.gate.episodeHeartbeatTimeoutMs !== undefined
+              ? { episodeHeartbeatTimeoutMs: input.gate.episodeHeartbeatTimeoutMs }
+              : {}),
           },
         ],
       });

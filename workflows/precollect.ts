@@ -29,6 +29,8 @@ export interface PrecollectInput {
   temperature: number;
   /** reward ≥ this is a success (campaign.successThreshold); default 1.0. */
   successThreshold?: number;
+  /** env.episodeHeartbeatTimeoutSeconds in ms (absent: the default minute). */
+  episodeHeartbeatTimeoutMs?: number;
   /** Successes already pooled per task (from the campaign's stats). */
   alreadyPooled?: Record<string, number>;
   maxSteps?: number;
@@ -84,6 +86,9 @@ export async function precollectWorkflow(input: PrecollectInput): Promise<Precol
                 ...(input.poolByInstruction ? { poolByInstruction: input.poolByInstruction } : {}),
                 source: demo ? 'demo' : 'precollect',
                 ...(input.successThreshold !== undefined ? { successThreshold: input.successThreshold } : {}),
+                ...(input.episodeHeartbeatTimeoutMs !== undefined
+                  ? { episodeHeartbeatTimeoutMs: input.episodeHeartbeatTimeoutMs }
+                  : {}),
               },
             ],
           })

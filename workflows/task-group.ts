@@ -7,7 +7,7 @@
  */
 import { getExternalWorkflowHandle, log, patched, workflowInfo } from '@temporalio/workflow';
 import type { GroupSummary, TrajectorySummary } from '../schemas/campaign';
-import { envActivities, dataActivities, dataLocalActivities } from './activity-proxies';
+import { envActivitiesWith, dataActivities, dataLocalActivities } from './activity-proxies';
 import { groupFinishedSignal } from './messages';
 import { toTrajectorySummary } from './logic/trajectory-summary';
 import { isSuccess } from '../algorithms/success';
@@ -48,9 +48,9 @@ export interface TaskGroupInput {
   successThreshold?: number;
   /** Demonstrations only: episode i uses seed + i (a GRPO group always shares one seed). */
   distinctSeeds?: boolean;
+  /** env.episodeHeartbeatTimeoutSeconds in ms (absent: the default minute). */
+  episodeHeartbeatTimeoutMs?: number;
 }
-
-const { runEpisode } = envActivities;
 
 /** Runs recorded before this patch used local activities for the pool (see campaign.ts refreshEndpoints). */
 const GROUP_POOL_ACTIVITY_PATCH = 'task-group-pool-regular-activities';
@@ -96,6 +96,7 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
   // One activity per episode: the unit of scheduling is the episode (any env worker with a free slot
   // takes it, so load spreads over workers and none runs more episodes than it has slots); an episode
   // that failed for infrastructure reasons is retried on its own by Temporal, keeping its id.
+  const { runEpisode } = envActivitiesWith(input.episodeHeartbeatTimeoutMs);
   const results = await Promise.allSettled(episodes.map((e) => runEpisode(e)));
   const trajectories: TrajectorySummary[] = [];
   const lostTrajectoryIds: string[] = [];

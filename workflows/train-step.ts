@@ -6,7 +6,7 @@
  */
 import { getExternalWorkflowHandle, log, workflowInfo } from '@temporalio/workflow';
 import type { TrainStepInput } from '../activities/trainer/types';
-import { trainerActivitiesOn } from './activity-proxies';
+import { trainerActivitiesOn, trainerHeartbeatMs } from './activity-proxies';
 import { trainStepFinishedSignal, type TrainStepOutcome } from './messages';
 
 export interface TrainStepWorkflowInput {
@@ -28,7 +28,9 @@ export async function trainStepWorkflow(input: TrainStepWorkflowInput): Promise<
   };
   let outcome: TrainStepOutcome;
   try {
-    const r = await trainerActivitiesOn(input.trainerQueue).trainStep(input.train);
+    const r = await trainerActivitiesOn(input.trainerQueue, trainerHeartbeatMs(input.train.trainer)).trainStep(
+      input.train
+    );
     outcome = { ...base, ok: true, version: r.version, metrics: r.metrics };
   } catch (err) {
     // A refused step (NaN loss, bad batch, out of retries) keeps the previous checkpoint; the campaign goes on.

@@ -146,7 +146,7 @@ def load_policy(
     check_source(setup, folder, kind, what)
     source = folder if folder is not None and kind == "full" else setup.base_model
     try:
-        model = Qwen2VLForConditionalGeneration.from_pretrained(source, dtype=torch.float32)
+        model: nn.Module = Qwen2VLForConditionalGeneration.from_pretrained(source, dtype=torch.float32)
     except (RuntimeError, ValueError, OSError) as err:
         raise CheckpointMismatchError(f"{what} does not load as the base's architecture: {err}") from err
     nn.Module.to(model, resolve_device(setup))  # in place (transformers' typed `to` wants no device)

@@ -71,7 +71,18 @@ test('a campaign learns, continues-as-new, obeys pause/resume/setConfig and surv
       campaign: { id: campaignId, suite: 'quickstart', maxTrainSteps: 8 },
       rollout: { envConcurrency: 8, maxSteps: 4 },
       policy: { bcWarmStartEpisodes: 48, bcEpochs: 10 },
-      trainer: { learningRate: 3e-3, rlLearningRate: 1e-3, klBeta: 0, minGroups: 2, maxGroups: 4, epochs: 2 },
+      trainer: {
+        learningRate: 3e-3,
+        rlLearningRate: 1e-3,
+        klBeta: 0,
+        minGroups: 2,
+        maxGroups: 4,
+        epochs: 2,
+        // The killed trainer's step and the killed env worker's episodes are retried after 15 s, not the
+        // default minute (each kill below waits for it; the activities' options are checked at the end).
+        heartbeatTimeoutSeconds: 15,
+      },
+      env: { episodeHeartbeatTimeoutSeconds: 15 },
       // Sparse evaluations while training success is below 99 %: the BC version is still evaluated at once.
       eval: {
         everyVersions: 4,
@@ -178,7 +189,41 @@ test('a campaign learns, continues-as-new, obeys pause/resume/setConfig and surv
     Array.from({ length: versions.length }, (_, i) => i),
     'versions 0..n without gaps'
   );
+
+  // env.episodeHeartbeatTimeoutSeconds and trainer.heartbeatTimeoutSeconds reached every activity they govern
+  const trainStepIds = await waitFor('the train-step children in visibility', async () => {
+    const ids: string[] = [];
+    for await (const wf of client.temporal.workflow.list({
+      query: `WorkflowId STARTS_WITH '${campaignId}-train-' AND ExecutionStatus = 'Completed'`,
+    }))
+      ids.push(wf.workflowId);
+    return ids.length > 0 ? ids : undefined;
+  });
+  const evalIds: string[] = [];
+  for await (const wf of client.temporal.workflow.list({ query: `WorkflowId STARTS_WITH '${campaignId}-eval-'` }))
+    evalIds.push(wf.workflowId);
+  const heartbeats = [
+    ...(await heartbeatTimeouts(campaign.handle.workflowId, firstRunId)), // behaviourClone
+    ...(await heartbeatTimeouts(`${campaignId}-demo00000`)),
+    ...(await heartbeatTimeouts(`${campaignId}-g000001`)),
+    ...(await heartbeatTimeouts(trainStepIds[0]!)),
+    ...(evalIds[0] ? await heartbeatTimeouts(evalIds[0]) : []),
+  ];
+  const types = new Set(heartbeats.map(([type]) => type));
+  for (const type of ['behaviourClone', 'runEpisode', 'trainStep']) assert.ok(types.has(type), `${type} scheduled`);
+  for (const [type, seconds] of heartbeats)
+    if (type === 'runEpisode' || type === 'trainStep' || type === 'behaviourClone')
+      assert.equal(seconds, 15, `${type}'s heartbeat timeout`);
 });
+
+/** [activity type, heartbeat timeout in seconds] of every activity a workflow run scheduled. */
+async function heartbeatTimeouts(workflowId: string, runId?: string): Promise<Array<[string, number]>> {
+  const history = await client.temporal.workflow.getHandle(workflowId, runId).fetchHistory();
+  return (history.events ?? []).flatMap((e) => {
+    const a = e.activityTaskScheduledEventAttributes;
+    return a ? [[a.activityType?.name ?? '', Number(a.heartbeatTimeout?.seconds ?? 0)] as [string, number]] : [];
+  });
+}
 
 test('a model rollout with a corrupt checkpoint is refused and the server keeps serving the old version', async () => {
   const servers = await createCampaignDataActivities({ store }).listPolicyServers({});

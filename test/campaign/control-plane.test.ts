@@ -44,6 +44,8 @@ test('child failure, a dead policy server and continue-as-new mid-step: the camp
       campaign: { id: campaignId, suite: 'quickstart', maxTrainSteps: 10 },
       rollout: { envConcurrency: 16, maxSteps: 3 },
       trainer: { minGroups: 1, maxGroups: 2 },
+      // The dead server is dropped once its reload has waited 10 s for a pick-up, not the default minute.
+      policy: { reloadPickupTimeoutSeconds: 10 },
       eval: { everyVersions: 3, episodesPerTask: 4, gateEveryVersions: 0 },
       env: { kind: 'simulated' },
     },

@@ -24,6 +24,9 @@ test(
       seed: 11,
       rounds: 1,
       downMs: { min: 500, max: 2000 },
+      // A killed env worker's episodes and a killed trainer's step are retried after 15 s, not the default
+      // minute (the benchmark keeps the defaults).
+      campaign: { env: { episodeHeartbeatTimeoutSeconds: 15 }, trainer: { heartbeatTimeoutSeconds: 15 } },
       keepData: process.env.DARTFLOW_CHAOS_KEEP === '1', // keep logs, SQLite and MinIO data for debugging
       log: (line) => console.log(`[chaos ${((Date.now() - t0) / 1000).toFixed(0)}s] ${line}`),
     });

@@ -279,6 +279,13 @@ test('an evaluation that meets the target is confirmed on the next served versio
   assert.equal(s.phase, 'draining', 'two in a row do');
 });
 
+/** Trains version v from v − 1 and serves it on both servers (one tick). */
+function serveNextVersion(s: ReturnType<typeof state>, v: number): void {
+  adoptTrainedVersion(s, { version: v, fromVersion: v - 1 });
+  assert.ok(tick(s, { nowMs: v, continueAsNewDue: false }).some((a) => a.kind === 'startRollout'));
+  applyRolloutOutcome(s, { version: v, ok: true, servedVersions: { s1: v, s2: v } });
+}
+
 test("eval.sparseEveryVersions: far from the target (a family's training success below the threshold) evaluations come sparser", () => {
   // Versions at which evaluations start, serving one new version per tick, with task a's recent
   // training rewards set before each tick.
@@ -286,11 +293,7 @@ test("eval.sparseEveryVersions: far from the target (a family's training success
     const s = state({ eval: evalConfig });
     const seen: number[] = [];
     for (let v = 0; v <= 12; v++) {
-      if (v > 0) {
-        adoptTrainedVersion(s, { version: v, fromVersion: v - 1 });
-        assert.ok(tick(s, { nowMs: v, continueAsNewDue: false }).some((a) => a.kind === 'startRollout'));
-        applyRolloutOutcome(s, { version: v, ok: true, servedVersions: { s1: v, s2: v } });
-      }
+      if (v > 0) serveNextVersion(s, v);
       s.stats.a!.recentRewards = rewardsAt(v);
       for (const a of tick(s, { nowMs: v, continueAsNewDue: false })) if (a.kind === 'startEval') seen.push(a.version);
       s.evaluation = null;
@@ -312,6 +315,52 @@ test("eval.sparseEveryVersions: far from the target (a family's training success
     evalVersions(sparse, () => []),
     [0, 6, 12],
     'a family with no rollout episodes yet counts as far'
+  );
+});
+
+test('eval.nearTargetEveryVersions: once the last evaluation is within the margin of the target, evaluations come denser', () => {
+  // Versions at which evaluations start (one new version served per tick); each evaluation records
+  // `rateAt(version)` on both families (family b stays at `other`).
+  const evalVersions = (evalConfig: Record<string, unknown>, rateAt: (v: number) => number, other = 1): number[] => {
+    const s = state({ campaign: { targetSuccess: 0.9 }, eval: evalConfig });
+    const seen: number[] = [];
+    for (let v = 0; v <= 16; v++) {
+      if (v > 0) serveNextVersion(s, v);
+      for (const a of tick(s, { nowMs: v, continueAsNewDue: false })) {
+        if (a.kind !== 'startEval') continue;
+        seen.push(a.version);
+        s.evaluation = null;
+        const r = rateAt(a.version);
+        recordEval(s, {
+          version: a.version,
+          successRate: (r + other) / 2,
+          episodes: 16,
+          atEpisodes: 0,
+          atMs: 0,
+          perFamily: { a: r, b: other },
+          episodesPerFamily: { a: 8, b: 8 },
+        });
+      }
+    }
+    return seen;
+  };
+  const rising = (v: number) => Math.min(0.85, v / 10);
+  const dense = { everyVersions: 4, nearTargetEveryVersions: 2, nearTargetMargin: 0.1 };
+  assert.deepEqual(evalVersions({ everyVersions: 4 }, rising), [0, 4, 8, 12, 16], 'off (default): every 4');
+  assert.deepEqual(
+    evalVersions(dense, rising),
+    [0, 4, 8, 10, 12, 14, 16],
+    'v8 at 80 % ≥ 90 % − 10 %: every 2 from then on'
+  );
+  assert.deepEqual(
+    evalVersions(dense, () => 0.95, 0.5),
+    [0, 4, 8, 12, 16],
+    'one family far below the target keeps the usual cadence'
+  );
+  assert.deepEqual(
+    evalVersions({ ...dense, nearTargetMargin: 0.02 }, rising),
+    [0, 4, 8, 12, 16],
+    'a tighter margin: 85 % is not near 90 %'
   );
 });
 

@@ -146,17 +146,35 @@ export function familyRolloutSuccess(s: CampaignState): Record<string, number | 
 }
 
 /**
+ * The last evaluation has every family's greedy success within eval.nearTargetMargin of
+ * campaign.targetSuccess (false without a target or an evaluation).
+ */
+export function lastEvalNearTarget(s: CampaignState): boolean {
+  const target = s.config.campaign.targetSuccess;
+  const last = s.evals.at(-1);
+  if (target === undefined || !last) return false;
+  const rates = Object.values(last.perFamily);
+  return rates.length > 0 && rates.every((r) => r >= target - s.config.eval.nearTargetMargin);
+}
+
+/**
  * Versions between evaluations. Far from the target (some family's training success below
  * eval.sparseBelowRolloutSuccess) an evaluation only adds a curve point, so with eval.sparseEveryVersions set
- * they come sparser and their env time goes to RL; near it they come every eval.everyVersions, and a target
- * met is confirmed on the next version.
+ * they come sparser and their env time goes to RL; otherwise they come every eval.everyVersions, every
+ * eval.nearTargetEveryVersions once the last one came close to the target (the wait for the next one is
+ * then what is left of the campaign), and a target met is confirmed on the next version.
  */
 export function evalEveryVersions(s: CampaignState, ctx: Pick<TickContext, 'confirmTargetEarly'>): number {
   if (ctx.confirmTargetEarly && confirmingTarget(s)) return 1;
   const e = s.config.eval;
-  if (e.sparseEveryVersions === null || e.sparseEveryVersions <= e.everyVersions) return e.everyVersions;
-  const far = Object.values(familyRolloutSuccess(s)).some((sr) => sr === null || sr < e.sparseBelowRolloutSuccess);
-  return far ? e.sparseEveryVersions : e.everyVersions;
+  let every = e.everyVersions;
+  if (e.sparseEveryVersions !== null && e.sparseEveryVersions > e.everyVersions) {
+    const far = Object.values(familyRolloutSuccess(s)).some((sr) => sr === null || sr < e.sparseBelowRolloutSuccess);
+    if (far) every = e.sparseEveryVersions;
+  }
+  // eval.nearTargetEveryVersions defaults to null in the schema; state carried from before the field lacks it.
+  const near = e.nearTargetEveryVersions ?? null;
+  return near !== null && near < every && lastEvalNearTarget(s) ? near : every;
 }
 
 /** Evaluate once enough new versions are served (the curve point then measures what the servers serve). */
