@@ -1,15 +1,18 @@
 /**
  * `npm test`: installs and starts the real servers the tests need (Temporal dev server, MinIO, Chromium),
- * then runs every test/**\/*.test.ts with node:test, one file at a time (deterministic on 2 cores).
+ * then runs every test/**\/*.test.ts with node:test in two lanes side by side (scripts/lib/test-lanes.ts),
+ * each one file at a time.
  * Extra arguments filter test files by substring: `npm test -- storage temporal`.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import { PROJECT_ROOT } from '../infra/settings';
 import { ensureInfra } from './ensure-infra';
 import { WORKFLOW_BUNDLE_ENV, writeOrchestratorBundle } from '../workers/workflow-bundle';
+import { laneCount, testLanes, type TestLane } from './lib/test-lanes';
 
 function findTests(dir: string): string[] {
   const out: string[] = [];
@@ -19,6 +22,31 @@ function findTests(dir: string): string[] {
     else if (entry.name.endsWith('.test.ts')) out.push(full);
   }
   return out.sort();
+}
+
+/**
+ * One lane: node:test over its files, one file at a time. With more than one lane, the VLM lane's lines are
+ * prefixed with its name (the main lane's are not), and each lane ends with its own result line.
+ */
+async function runLane(lane: TestLane, env: NodeJS.ProcessEnv, prefixed: boolean, started: number): Promise<number> {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...lane.files], {
+    cwd: PROJECT_ROOT,
+    stdio: prefixed && lane.name !== 'main' ? ['ignore', 'pipe', 'pipe'] : 'inherit',
+    env,
+  });
+  for (const [stream, out] of [
+    [child.stdout, process.stdout],
+    [child.stderr, process.stderr],
+  ] as const) {
+    if (!stream) continue;
+    readline.createInterface({ input: stream }).on('line', (line) => out.write(`[${lane.name}] ${line}\n`));
+  }
+  const code: number = await new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+  if (prefixed)
+    console.log(
+      `[test] ${lane.name} lane (${lane.files.length} files) ${code === 0 ? 'passed' : `FAILED (exit ${code})`} after ${((Date.now() - started) / 1000).toFixed(1)}s`
+    );
+  return code;
 }
 
 async function main(): Promise<void> {
@@ -36,13 +64,28 @@ async function main(): Promise<void> {
     console.warn(`[test] workflow bundle failed, workers bundle their own: ${String(err)}`);
     return '';
   });
-  console.log(`[test] ${files.length} test files; infra ready in ${((Date.now() - started) / 1000).toFixed(1)}s`);
-  const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...files], {
-    cwd: PROJECT_ROOT,
-    stdio: 'inherit',
-    env: { ...process.env, DARTFLOW_TEST: '1', [WORKFLOW_BUNDLE_ENV]: bundle },
-  });
-  const code: number = await new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+  const lanes = testLanes(files, laneCount(process.env));
+  console.log(
+    `[test] ${files.length} test files in ${lanes.map((l) => `${l.name} lane: ${l.files.length}`).join(', ')}; infra ready in ${((Date.now() - started) / 1000).toFixed(1)}s`
+  );
+  const metricsBase = Number(process.env.DARTFLOW_METRICS_BASE_PORT ?? 9470);
+  const codes = await Promise.all(
+    lanes.map((lane, i) =>
+      runLane(
+        lane,
+        {
+          ...process.env,
+          DARTFLOW_TEST: '1',
+          [WORKFLOW_BUNDLE_ENV]: bundle,
+          // Roles started by tests of different lanes must not bind the same metrics ports.
+          DARTFLOW_METRICS_BASE_PORT: String(metricsBase + i * 200),
+        },
+        lanes.length > 1,
+        started
+      )
+    )
+  );
+  const code = Math.max(...codes);
   fs.rmSync(bundleDir, { recursive: true, force: true });
   console.log(`[test] finished in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   process.exit(code);
