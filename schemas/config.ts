@@ -195,7 +195,7 @@ export const TrainerSchema = z
     maxGroups: posInt.default(8).describe('Most groups per train step [§3.4: train_batch_size_max 8].'),
     minibatchSize: posInt.default(64).describe('Step samples per gradient computation (heartbeat per minibatch).'),
     heartbeatTimeoutSeconds: timeoutSeconds(10).describe(
-      'Heartbeat timeout of the trainStep and behaviourClone activities: a step whose trainer died is retried on another trainer after this long. Trainers heartbeat per minibatch and while samples load, so keep it well above one minibatch (a VLM minibatch on a slow machine can take minutes: raise it there).'
+      "Heartbeat timeout of the trainStep and behaviourClone activities: a step whose trainer died is retried on another trainer after this long. Trainers heartbeat per minibatch and while samples load, but not while a model or checkpoint loads, downloads or uploads, so keep it well above the longest of those gaps (seconds for the embedded CNN; a VLM checkpoint on a slow machine can take minutes: raise it there, or every attempt times out). Temporal caps it at the activity's 30-minute start-to-close timeout."
     ),
     epochs: posInt.default(1).describe('Passes over a batch per train step [§4.1: ppo_epochs 1].'),
     advantageStatistics: z
@@ -227,7 +227,7 @@ export const PolicySchema = z
     width: posInt.default(1).describe('Channel multiplier of the embedded CNN (1 ≈ 26k parameters).'),
     servers: posInt.default(1).describe('Policy servers to run/roll out to.'),
     reloadPickupTimeoutSeconds: timeoutSeconds(5).describe(
-      "A model rollout drops a policy server whose worker has not picked its reload up after this long (a dead server: a live one polls its queue all the time) and goes on with the others; training waits for the rollout meanwhile. Raise it only if servers' workers can be busy for longer (they run one reload at a time)."
+      "A model rollout drops a policy server whose worker has not picked its reload up after this long (a dead server: a live one polls its queue all the time) and goes on with the others; the new version reaches the live servers only after it (and in campaign.mode sync, training waits too). Raise it only if servers' workers can be busy for longer (they run one reload at a time)."
     ),
     maxBatch: posInt.default(32).describe('Dynamic batching: largest batch per inference call.'),
     maxWaitMs: z.number().nonnegative().default(2).describe('Dynamic batching: longest wait to fill a batch.'),
@@ -287,7 +287,7 @@ export const EnvSchema = z
         'Multiplies every simulated env latency (0.1 runs the OSWorld profile 10× faster, same shape); env workers read it as DARTFLOW_ENV_TIME_SCALE; the campaign scales trainer.simulatedStepSeconds by it too.'
       ),
     episodeHeartbeatTimeoutSeconds: timeoutSeconds(10).describe(
-      'Heartbeat timeout of every episode activity (rollouts, demonstrations, pre-collection, evaluations, rollout gates): an episode whose env worker died (kill -9, a lost machine) is retried on another worker after this long. Env workers heartbeat every step, so keep it well above the slowest step (seconds on the browser env; an OSWorld step with a VLM call can take a minute: raise it there).'
+      "Heartbeat timeout of every episode activity (rollouts, demonstrations, pre-collection, evaluations, rollout gates): an episode whose env worker died (kill -9, a lost machine) is retried on another worker after this long. Env workers heartbeat every step, but not during the env's reset and the policy's creation before the first step or the upload at the end, so keep it well above the longest of those gaps (seconds on the browser env; an OSWorld reset or a step with a VLM call can take a minute: raise it there). Temporal caps it at the episode's 15-minute start-to-close timeout."
     ),
   })
   .describe('The env cluster.');

@@ -41,7 +41,8 @@ async function runLane(lane: TestLane, env: NodeJS.ProcessEnv, prefixed: boolean
     if (!stream) continue;
     readline.createInterface({ input: stream }).on('line', (line) => out.write(`[${lane.name}] ${line}\n`));
   }
-  const code: number = await new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+  // 'close', not 'exit': the lane's piped output is drained before its result line and the final exit.
+  const code: number = await new Promise((resolve) => child.on('close', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
   if (prefixed)
     console.log(
       `[test] ${lane.name} lane (${lane.files.length} files) ${code === 0 ? 'passed' : `FAILED (exit ${code})`} after ${((Date.now() - started) / 1000).toFixed(1)}s`
@@ -51,6 +52,7 @@ async function runLane(lane: TestLane, env: NodeJS.ProcessEnv, prefixed: boolean
 
 async function main(): Promise<void> {
   const started = Date.now();
+  const laneTotal = laneCount(process.env); // a bad DARTFLOW_TEST_LANES is refused before anything starts
   await ensureInfra();
   const filters = process.argv.slice(2);
   const files = findTests(path.join(PROJECT_ROOT, 'test'))
@@ -64,27 +66,14 @@ async function main(): Promise<void> {
     console.warn(`[test] workflow bundle failed, workers bundle their own: ${String(err)}`);
     return '';
   });
-  const lanes = testLanes(files, laneCount(process.env));
+  const lanes = testLanes(files, laneTotal);
   console.log(
     `[test] ${files.length} test files in ${lanes.map((l) => `${l.name} lane: ${l.files.length}`).join(', ')}; infra ready in ${((Date.now() - started) / 1000).toFixed(1)}s`
   );
-  const metricsBase = Number(process.env.DARTFLOW_METRICS_BASE_PORT ?? 9470);
-  const codes = await Promise.all(
-    lanes.map((lane, i) =>
-      runLane(
-        lane,
-        {
-          ...process.env,
-          DARTFLOW_TEST: '1',
-          [WORKFLOW_BUNDLE_ENV]: bundle,
-          // Roles started by tests of different lanes must not bind the same metrics ports.
-          DARTFLOW_METRICS_BASE_PORT: String(metricsBase + i * 200),
-        },
-        lanes.length > 1,
-        started
-      )
-    )
-  );
+  // Under DARTFLOW_TEST=1 worker processes serve no metrics unless a test gives them a free port, so the
+  // lanes cannot collide on metrics ports.
+  const env = { ...process.env, DARTFLOW_TEST: '1', [WORKFLOW_BUNDLE_ENV]: bundle };
+  const codes = await Promise.all(lanes.map((lane) => runLane(lane, env, lanes.length > 1, started)));
   const code = Math.max(...codes);
   fs.rmSync(bundleDir, { recursive: true, force: true });
   console.log(`[test] finished in ${((Date.now() - started) / 1000).toFixed(1)}s`);

@@ -1,10 +1,12 @@
 /**
- * A prebuilt workflow bundle for orchestrator workers. Every orchestrator worker start bundles dartflow's
- * workflows with webpack (≈4 s of CPU on this machine, more when it is busy); `npm test` starts a few dozen
- * of them (role processes, the restarts of the kill and chaos tests), so it bundles once and hands the file
- * to every worker of the run through DARTFLOW_WORKFLOW_BUNDLE — as Temporal's production guidance bundles
- * at build time. A worker uses the file only when it was built from the worker's own project root: a worker
- * started from another checkout (an older release in an upgrade test) bundles its own code.
+ * A prebuilt workflow bundle for the orchestrator workers of one `npm test` run. Every orchestrator worker
+ * start bundles dartflow's workflows with webpack (≈4 s of CPU on this machine, more when it is busy); a test
+ * run starts a few dozen of them (role processes, the restarts of the kill and chaos tests), so scripts/test.ts
+ * bundles once at its start and hands the file to the run's processes through DARTFLOW_WORKFLOW_BUNDLE (set
+ * only in their environment, gone with the run). The file is trusted to match the sources of the run it was
+ * built for: it is not for deployments (a stale bundle would run old workflow code). A worker uses it only
+ * when it was built from the worker's own project root: a worker started from another checkout (an older
+ * release in an upgrade test) bundles its own code.
  */
 import fs from 'node:fs';
 import path from 'node:path';
