@@ -50,12 +50,19 @@ async function main(): Promise<void> {
     settings.chromiumPath
   );
   const breakdown = quickstartBreakdown(config, result);
-  fs.writeFileSync(path.join(outDir, 'result.json'), JSON.stringify({ ...result, breakdown }, null, 2));
+  // Which machine measured it: the same campaign takes minutes more on a slower or busier 2-core box.
+  const machine = {
+    cpuModel: os.cpus()[0]?.model.trim() ?? '',
+    cores: os.cpus().length,
+    loadAverageAtEnd: Number(os.loadavg()[0]!.toFixed(1)),
+    totalMinutesWithInfra: Number(((Date.now() - started) / 60_000).toFixed(2)),
+  };
+  fs.writeFileSync(path.join(outDir, 'result.json'), JSON.stringify({ ...result, breakdown, machine }, null, 2));
   console.log('\n=== dartflow quickstart: summary ===');
   for (const line of breakdownLines(config, breakdown)) console.log(line);
   console.log(`            infra failures ${result.infraFailures} (never recorded as reward)`);
   console.log(
-    `wall time:  total ${((Date.now() - started) / 60_000).toFixed(1)} min with infrastructure start (load average ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} cores at the end, this run included)`
+    `wall time:  total ${machine.totalMinutesWithInfra.toFixed(1)} min with infrastructure start (load average ${machine.loadAverageAtEnd.toFixed(1)} on ${machine.cores} cores at the end, this run included; CPU ${machine.cpuModel || 'unknown'})`
   );
   console.log(`Temporal UI: ${uiLink}`);
   console.log(
