@@ -418,6 +418,22 @@ export class ObjectStore {
     await this.call(key, () => this.client.removeObject(this.bucket, key));
   }
 
+  /**
+   * Removes these objects with one multi-object DELETE per 1,000 keys (S3's limit) instead of one request
+   * each; keys that do not exist count as removed. A key the server refuses to remove is an error.
+   */
+  async removeMany(keys: string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += 1000) {
+      const chunk = keys.slice(i, i + 1000);
+      const results = await this.call(chunk[0] ?? '', () => this.client.removeObjects(this.bucket, chunk));
+      const refused = results.find((r) => r?.Error);
+      if (refused?.Error)
+        throw new Error(
+          `could not remove ${refused.Error.Key ?? '?'} from bucket ${this.bucket}: ${refused.Error.Code ?? ''} ${refused.Error.Message ?? ''}`.trim()
+        );
+    }
+  }
+
   /** Removes every object under a prefix (test cleanup, campaign deletion). */
   async removePrefix(prefix: string): Promise<number> {
     const all = await this.list(prefix);

@@ -164,3 +164,45 @@ test("a process's first append to a partition merges the deltas an earlier write
   const r = await readPartition(store, 'c5', 'trajectories', partitions.task('click-colour'));
   assert.equal(r.entries.length, FANOUT + 1);
 });
+
+test("compacting a process's own deltas reads none of them back and deletes them in one request", async () => {
+  // Counted on the store this process writes with: a pass over FANOUT of its own deltas is one LIST, one
+  // segment PUT and one multi-object DELETE per partition (it was FANOUT GETs and FANOUT DELETEs).
+  const calls = { gets: 0, removes: 0, removeMany: 0 };
+  const counting = Object.create(store) as ObjectStore;
+  counting.getJsonLines = ((...a: Parameters<ObjectStore['getJsonLines']>) => {
+    calls.gets++;
+    return store.getJsonLines(...a);
+  }) as ObjectStore['getJsonLines'];
+  counting.remove = (key: string) => {
+    calls.removes++;
+    return store.remove(key);
+  };
+  counting.removeMany = (keys: string[]) => {
+    calls.removeMany++;
+    return store.removeMany(keys);
+  };
+  // A pass runs at a process's first append to a partition and after every FANOUT more.
+  for (let i = 0; i <= FANOUT; i++)
+    await indexTrajectory(counting, manifest('c6', i, { minPolicyVersion: 4, maxPolicyVersion: 4 }), T0 + i);
+  await compactionsSettled();
+  // Partitions: task, hour, version 4; in each the second pass merges the first FANOUT deltas.
+  assert.deepEqual(calls, { gets: 0, removes: 0, removeMany: 3 });
+  for (const p of [partitions.task('click-target'), partitions.hour(T0), partitions.version(4)]) {
+    const names = (await objectsIn('c6', p)).map((k) => k.split('/').at(-1)!);
+    assert.deepEqual(
+      names.map((n) => n.slice(0, 2)),
+      ['d-', 's1'],
+      `${p}: ${names.join(', ')}`
+    );
+    const r = await readPartition(store, 'c6', 'trajectories', p);
+    assert.equal(r.entries.length, FANOUT + 1, p);
+  }
+});
+
+test('removeMany removes every key in one call, missing keys included', async () => {
+  const keys = Array.from({ length: 5 }, (_, i) => `remove-many/k${i}`);
+  for (const k of keys) await store.putBytes(k, Buffer.from('x'));
+  await store.removeMany([...keys, 'remove-many/never-written']);
+  assert.deepEqual(await store.list('remove-many/'), []);
+});
