@@ -437,7 +437,7 @@ export class ObjectStore {
   /** Removes every object under a prefix (test cleanup, campaign deletion). */
   async removePrefix(prefix: string): Promise<number> {
     const all = await this.list(prefix);
-    for (let i = 0; i < all.length; i += 1000) await this.client.removeObjects(this.bucket, all.slice(i, i + 1000));
+    await this.removeMany(all);
     return all.length;
   }
 }
