@@ -413,12 +413,21 @@ export async function indexTrajectory(
   await append(store, manifest.campaignId, 'trajectories', byPartition, now);
 }
 
-/** What recordDiscards writes (its input): the campaign's discard decisions of one train step. */
+/**
+ * What recordDiscards writes (its input): campaign discard decisions. An entry stamped with its own
+ * policyVersion/trainStep (the campaign's head when it decided) keeps them; the batch's pair covers the
+ * rest (runs that wrote one batch per train step).
+ */
 export interface DiscardBatch {
   campaignId: string;
   policyVersion: number;
   trainStep: number;
-  entries: Array<Pick<DiscardRecord, 'groupId' | 'taskId' | 'event' | 'trajectories'>>;
+  entries: Array<
+    Pick<DiscardRecord, 'groupId' | 'taskId' | 'event' | 'trajectories'> & {
+      policyVersion?: number;
+      trainStep?: number;
+    }
+  >;
 }
 
 /** The write-path hook for discard records (recordDiscards): one entry per record and reason. */
@@ -435,8 +444,8 @@ export async function indexDiscards(store: ObjectStore, batch: DiscardBatch, now
         event: r.event,
         reason,
         trajectories: n,
-        trainStep: batch.trainStep,
-        policyVersion: batch.policyVersion,
+        trainStep: r.trainStep ?? batch.trainStep,
+        policyVersion: r.policyVersion ?? batch.policyVersion,
         createdAt: now,
         indexedAt: now,
       });

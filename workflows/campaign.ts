@@ -48,6 +48,7 @@ import {
 } from './activity-proxies';
 import type { EvalPoint, GroupSummary } from '../schemas/campaign';
 import { applyLiveOverrides } from './logic/live-config';
+import { CoalescingWriter } from './logic/coalescing-writer';
 import {
   batchDiscards,
   failedStepDiscards,
@@ -202,6 +203,14 @@ const CONFIRM_TARGET_EARLY_PATCH = 'campaign-confirm-target-early';
  * evaluations the BC version went unevaluated and the first RL evaluation stood in for it.
  */
 const BC_START_EVALUATED_PATCH = 'campaign-bc-start-evaluated';
+/**
+ * Discard records go out through one writer at a time that takes everything queued (at most
+ * DISCARD_WRITE_BATCH entries per recordDiscards), each entry stamped with the head it was decided at. Runs
+ * recorded before this change chained one recordDiscards per loop iteration: under load the chain fell
+ * behind and continue-as-new waited for all of it (≈ 33 s with no new groups in the 512-env scale bench).
+ */
+const COALESCED_DISCARDS_PATCH = 'campaign-coalesced-discard-writes';
+const DISCARD_WRITE_BATCH = 256;
 /** A child of an earlier run is described only after it had this long to report by itself. */
 const RECONCILE_AFTER_MS = 60_000;
 
@@ -243,10 +252,24 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
   // trajectory is accounted for; cli/lineage.ts). Written by the data manager, in order, off the hot path.
   let discardQueue: DiscardEntry[] = [];
   let discardWrites: Promise<unknown> = Promise.resolve();
+  const discardWriter = patched(COALESCED_DISCARDS_PATCH)
+    ? new CoalescingWriter<DiscardEntry>(async (entries) => {
+        await data
+          .recordDiscards({
+            campaignId: s.campaignId,
+            policyVersion: s.policyVersion,
+            trainStep: s.trainSteps,
+            entries,
+          })
+          .catch((err: unknown) => log.warn('discard records not written', { error: String(err) }));
+      }, DISCARD_WRITE_BATCH)
+    : null;
   const discard = (entries: DiscardEntry[]): void => {
-    discardQueue.push(...entries);
+    if (!discardWriter) discardQueue.push(...entries);
+    else discardWriter.add(entries.map((e) => ({ ...e, policyVersion: s.policyVersion, trainStep: s.trainSteps })));
   };
   const flushDiscards = (): Promise<unknown> => {
+    if (discardWriter) return discardWriter.flush();
     if (discardQueue.length === 0) return discardWrites;
     const entries = discardQueue;
     discardQueue = [];

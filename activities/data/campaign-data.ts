@@ -9,13 +9,14 @@ import {
   type PolicyEndpoint,
   type TrajectorySummary,
 } from '../../schemas/campaign';
-import { DiscardRecordSchema, type DiscardEvent, type DiscardedTrajectory } from '../../schemas/discards';
+import { DiscardRecordSchema } from '../../schemas/discards';
 import { TrajectoryManifestSchema } from '../../schemas/records';
 import { isSuccess } from '../../algorithms/success';
 import { keys, registryKeys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
 import { indexDiscards } from '../../storage/trajectory-index';
 import { mapLimit } from '../../lib/concurrency';
+import type { DiscardEntry } from '../../workflows/logic/discards';
 import { instructionKeyOf } from '../env/instruction-key';
 
 export const PolicyServerRegistrationSchema = z.object({
@@ -32,6 +33,8 @@ export type PolicyServerRegistration = z.infer<typeof PolicyServerRegistrationSc
 const PoolEntrySchema = TrajectorySummarySchema.extend({ pooledAt: z.number() });
 /** Pool objects read at once (a lookup that misses its instruction reads the whole task's pool). */
 const POOL_READS = 8;
+/** Discard records written at once by one recordDiscards. */
+const DISCARD_WRITE_CONCURRENCY = 8;
 
 export function createCampaignDataActivities(deps: { store: ObjectStore; now?: () => number }) {
   const now = deps.now ?? Date.now;
@@ -213,10 +216,13 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
       campaignId: string;
       policyVersion: number;
       trainStep: number;
-      entries: Array<{ groupId: string; taskId: string; event: DiscardEvent; trajectories: DiscardedTrajectory[] }>;
+      /** An entry's own policyVersion/trainStep (the head when the campaign decided) wins over the batch's. */
+      entries: DiscardEntry[];
     }): Promise<number> {
-      for (const e of input.entries) {
-        await store.putJson(
+      // One object per group and event (a retry rewrites the same keys); written a few at a time, since a
+      // campaign that coalesces its writes hands over a burst of entries at once.
+      await mapLimit(input.entries, DISCARD_WRITE_CONCURRENCY, (e) =>
+        store.putJson(
           keys.discardRecord(input.campaignId, e.groupId, e.event),
           {
             schemaVersion: 1,
@@ -224,14 +230,14 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
             groupId: e.groupId,
             taskId: e.taskId,
             event: e.event,
-            policyVersion: input.policyVersion,
-            trainStep: input.trainStep,
+            policyVersion: e.policyVersion ?? input.policyVersion,
+            trainStep: e.trainStep ?? input.trainStep,
             trajectories: e.trajectories,
             createdAt: now(),
           },
           DiscardRecordSchema
-        );
-      }
+        )
+      );
       await indexDiscards(store, input, now()); // discard reasons over time, for the viewer
       return input.entries.length;
     },

@@ -19,6 +19,9 @@ export interface DiscardEntry {
   taskId: string;
   event: DiscardEvent;
   trajectories: DiscardedTrajectory[];
+  /** The campaign's head when it decided (stamped by the campaign; absent: the write's batch values). */
+  policyVersion?: number;
+  trainStep?: number;
 }
 
 /** Online (not pool-injected) trajectories that carry a reward: what a group contributes as training data. */
