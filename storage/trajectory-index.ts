@@ -11,7 +11,8 @@
  * the `discards` stream has one partition, `all`.
  *
  * Writers only ever add objects. A process's appends to one campaign's stream are group-committed: those
- * that arrive while a write is in flight share the next delta (AppendBatcher). Every FANOUT appends to a
+ * that arrive while a write is in flight, or within the linger an append allows, share the next delta
+ * (AppendBatcher). Every FANOUT appends to a
  * partition (and on its first one) the writer compacts it in the background: when the partition holds
  * FANOUT deltas (or FANOUT segments of one level) it writes them as one segment (putIfAbsent under a key
  * derived from what it merges, so two writers compacting the same set write one object) and then deletes
@@ -320,19 +321,30 @@ interface PendingAppend {
   byPartition: Map<string, IndexEntry[]>;
   /** The earliest `now` of the appends in it: the delta's name. */
   now: number;
+  /** Entries in it (over all partitions). */
+  entries: number;
+  /** Wall-clock ms by which it must be written: the earliest of its appends' `now + lingerMs`. */
+  dueAt: number;
   written: Promise<void>;
   settle: (err?: unknown) => void;
 }
 
+/** A batch this large is written at once, whatever its appends' linger allows. */
+export const MAX_LINGER_ENTRIES = 1024;
+
 /**
  * Group commit of one (bucket, campaign, stream)'s appends: an append waits until a delta holding its
- * entries is stored (as a lone append did), but the appends that arrive while one write is in flight
- * share the next one. An env worker running many episodes thus writes one delta per partition per round
- * trip instead of one per episode and partition; at low load nothing waits longer than before.
+ * entries is stored (as a lone append did), and the appends that arrive while one write is in flight share
+ * the next one. An append may also allow its write to linger (`lingerMs`) so that the appends of the next
+ * moments join it: a batch is written at the earliest deadline of its appends (or at once when it holds
+ * MAX_LINGER_ENTRIES). An env worker finishing dozens of episodes per second thus writes a delta per
+ * partition every few hundred ms instead of one per episode or two; an append without linger is written
+ * on the next turn of the event loop, as before.
  */
 class AppendBatcher {
   private pending: PendingAppend | null = null;
-  private flushing = false;
+  private writing = false;
+  private timer: { at: number; cancel: () => void } | null = null;
 
   constructor(
     private readonly store: ObjectStore,
@@ -340,44 +352,60 @@ class AppendBatcher {
     private readonly stream: IndexStream
   ) {}
 
-  append(byPartition: Map<string, IndexEntry[]>, now: number): Promise<void> {
+  append(byPartition: Map<string, IndexEntry[]>, now: number, lingerMs: number): Promise<void> {
     if (!this.pending) {
       let settle: (err?: unknown) => void = () => undefined;
       const written = new Promise<void>((resolve, reject) => {
         settle = (err) => (err === undefined ? resolve() : reject(err instanceof Error ? err : new Error(String(err))));
       });
-      this.pending = { byPartition: new Map(), now, written, settle };
+      this.pending = { byPartition: new Map(), now, entries: 0, dueAt: Infinity, written, settle };
     }
     const batch = this.pending;
-    for (const [partition, entries] of byPartition)
+    for (const [partition, entries] of byPartition) {
       batch.byPartition.set(partition, [...(batch.byPartition.get(partition) ?? []), ...entries]);
+      batch.entries += entries.length;
+    }
     batch.now = Math.min(batch.now, now);
-    this.flushSoon();
+    // Wall clock, not `now` (callers may index with the record's own time).
+    batch.dueAt = Math.min(batch.dueAt, Date.now() + Math.max(0, lingerMs));
+    this.schedule();
     return batch.written;
   }
 
-  private flushSoon(): void {
-    if (this.flushing) return;
-    this.flushing = true;
-    // One macrotask of delay lets the appends of the same moment (a burst of finishing episodes) join.
-    setImmediate(() => {
-      const batch = this.pending;
-      this.pending = null;
-      if (!batch) {
-        this.flushing = false;
-        return;
-      }
-      writeDeltas(this.store, this.campaignId, this.stream, batch.byPartition, batch.now).then(
-        () => this.afterFlush(batch),
-        (err: unknown) => this.afterFlush(batch, err)
-      );
-    });
+  /** Arms the write of the pending batch for its deadline (after the write in flight, if any). */
+  private schedule(): void {
+    const batch = this.pending;
+    if (this.writing || !batch) return; // afterFlush schedules again
+    const wait = batch.entries >= MAX_LINGER_ENTRIES ? 0 : Math.max(0, batch.dueAt - Date.now());
+    const at = Date.now() + wait;
+    if (this.timer && this.timer.at <= at) return;
+    this.timer?.cancel();
+    if (wait === 0) {
+      // One macrotask of delay lets the appends of the same moment (a burst of finishing episodes) join.
+      const handle = setImmediate(() => this.flush());
+      this.timer = { at, cancel: () => clearImmediate(handle) };
+    } else {
+      const handle = setTimeout(() => this.flush(), wait);
+      this.timer = { at, cancel: () => clearTimeout(handle) };
+    }
+  }
+
+  private flush(): void {
+    this.timer = null;
+    const batch = this.pending;
+    this.pending = null;
+    if (!batch) return;
+    this.writing = true;
+    writeDeltas(this.store, this.campaignId, this.stream, batch.byPartition, batch.now).then(
+      () => this.afterFlush(batch),
+      (err: unknown) => this.afterFlush(batch, err)
+    );
   }
 
   private afterFlush(batch: PendingAppend, err?: unknown): void {
     batch.settle(err ?? undefined);
-    this.flushing = false;
-    if (this.pending) this.flushSoon();
+    this.writing = false;
+    this.schedule();
   }
 }
 
@@ -389,28 +417,31 @@ function append(
   campaignId: string,
   stream: IndexStream,
   byPartition: Map<string, IndexEntry[]>,
-  now: number
+  now: number,
+  lingerMs = 0
 ): Promise<void> {
   let perStore = batchers.get(store);
   if (!perStore) batchers.set(store, (perStore = new Map()));
   const id = `${campaignId}\n${stream}`;
   let batcher = perStore.get(id);
   if (!batcher) perStore.set(id, (batcher = new AppendBatcher(store, campaignId, stream)));
-  return batcher.append(byPartition, now);
+  return batcher.append(byPartition, now, lingerMs);
 }
 
 /**
  * The write-path hook: indexes a trajectory whose manifest was just stored (runEpisode). A retried
- * episode indexes again; its later entry wins over the failed attempt's.
+ * episode indexes again; its later entry wins over the failed attempt's. `lingerMs`: how long the write
+ * may wait for other appends to share its delta (resolves once the entry is stored either way).
  */
 export async function indexTrajectory(
   store: ObjectStore,
   manifest: TrajectoryManifest,
-  now = Date.now()
+  now = Date.now(),
+  opts: { lingerMs?: number } = {}
 ): Promise<void> {
   const entry = indexEntryOf(manifest, now);
   const byPartition = new Map(trajectoryPartitions(entry).map((p) => [p, [entry]]));
-  await append(store, manifest.campaignId, 'trajectories', byPartition, now);
+  await append(store, manifest.campaignId, 'trajectories', byPartition, now, opts.lingerMs);
 }
 
 /**

@@ -12,6 +12,7 @@ import {
 import { DiscardRecordSchema } from '../../schemas/discards';
 import { TrajectoryManifestSchema } from '../../schemas/records';
 import { isSuccess } from '../../algorithms/success';
+import { CorruptObjectError, ObjectNotFoundError } from '../../storage/errors';
 import { keys, registryKeys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
 import { indexDiscards } from '../../storage/trajectory-index';
@@ -33,12 +34,45 @@ export type PolicyServerRegistration = z.infer<typeof PolicyServerRegistrationSc
 const PoolEntrySchema = TrajectorySummarySchema.extend({ pooledAt: z.number() });
 /** Pool objects read at once (a lookup that misses its instruction reads the whole task's pool). */
 const POOL_READS = 8;
+/**
+ * Pool entries this process wrote or read, by key (entries are small and a key is rewritten only by a
+ * retry of the same add): evicting the oldest and finding the newest need every entry's pooledAt, which
+ * was a GET per entry per group (half the pool's MinIO requests at 512 envs). Listings still decide which
+ * entries exist, so another process's adds and evictions are seen; only entries it wrote are read.
+ */
+const POOL_CACHE_MAX = 50_000;
 /** Discard records written at once by one recordDiscards. */
 const DISCARD_WRITE_CONCURRENCY = 8;
 
 export function createCampaignDataActivities(deps: { store: ObjectStore; now?: () => number }) {
   const now = deps.now ?? Date.now;
   const { store } = deps;
+  type PoolEntry = z.infer<typeof PoolEntrySchema>;
+  const poolCache = new Map<string, PoolEntry>();
+  const remember = (key: string, entry: PoolEntry) => {
+    poolCache.delete(key);
+    poolCache.set(key, entry);
+    if (poolCache.size > POOL_CACHE_MAX) poolCache.delete(poolCache.keys().next().value!);
+  };
+  /** A pool entry from the cache, or read (and cached); null when unreadable or gone. */
+  async function poolEntryOf(key: string): Promise<PoolEntry | null> {
+    const cached = poolCache.get(key);
+    if (cached) return cached;
+    try {
+      const entry = await store.getJson(key, PoolEntrySchema);
+      remember(key, entry);
+      return entry;
+    } catch (err) {
+      // Gone (evicted by another process since the listing) or damaged: skipped. MinIO down: the activity retries.
+      if (err instanceof ObjectNotFoundError || err instanceof CorruptObjectError) return null;
+      throw err;
+    }
+  }
+  async function removePoolEntries(entryKeys: string[]): Promise<void> {
+    if (entryKeys.length === 0) return;
+    await store.removeMany(entryKeys); // one multi-object DELETE
+    for (const key of entryKeys) poolCache.delete(key);
+  }
 
   /** A pool object name's instruction key (`<key>=<trajectoryId>.json`), or '' for an entry without one. */
   const instructionKeyOfName = (key: string): string => /\/([0-9a-f]{16})=[^/]*$/.exec(key)?.[1] ?? '';
@@ -47,10 +81,7 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
   async function pooledAtOf(entryKeys: string[]): Promise<Array<{ key: string; pooledAt: number }>> {
     return mapLimit(entryKeys, POOL_READS, async (key) => ({
       key,
-      pooledAt: await store
-        .getJson(key, PoolEntrySchema)
-        .then((e) => e.pooledAt)
-        .catch(() => -1),
+      pooledAt: (await poolEntryOf(key))?.pooledAt ?? -1,
     }));
   }
 
@@ -60,7 +91,7 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
     const entries = await pooledAtOf(entryKeys);
     entries.sort((a, b) => b.pooledAt - a.pooledAt || a.key.localeCompare(b.key));
     const removed = entries.slice(Math.max(0, keep)).map((e) => e.key);
-    for (const key of removed) await store.remove(key);
+    await removePoolEntries(removed);
     return removed;
   }
 
@@ -79,6 +110,7 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
     }
     for (const list of byInstruction.values())
       list.sort((a, b) => a.pooledAt - b.pooledAt || a.key.localeCompare(b.key));
+    const evicted: string[] = [];
     for (let excess = entryKeys.length - cap; excess > 0; excess--) {
       let largest: Array<{ key: string; pooledAt: number }> | undefined;
       for (const list of byInstruction.values()) {
@@ -89,15 +121,16 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
         )
           largest = list;
       }
-      await store.remove(largest!.shift()!.key);
+      evicted.push(largest!.shift()!.key);
     }
+    await removePoolEntries(evicted);
   }
 
   /** The newest readable entry among `entryKeys`, as a summary. */
   async function newestOf(entryKeys: string[]): Promise<TrajectorySummary | null> {
-    let best: z.infer<typeof PoolEntrySchema> | null = null;
-    for (const e of await mapLimit(entryKeys, POOL_READS, (key) => store.getJson(key, PoolEntrySchema))) {
-      if (!best || e.pooledAt > best.pooledAt) best = e;
+    let best: PoolEntry | null = null;
+    for (const e of await mapLimit(entryKeys, POOL_READS, poolEntryOf)) {
+      if (e && (!best || e.pooledAt > best.pooledAt)) best = e;
     }
     if (!best) return null;
     const { pooledAt: _pooledAt, ...summary } = best;
@@ -125,11 +158,10 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
       const touched = new Map<string, Set<string>>(); // taskId → instruction keys touched ('' = none)
       for (const t of input.trajectories) {
         if (!isSuccess(t.reward, input.successThreshold)) continue;
-        await store.putJson(
-          keys.poolEntry(input.campaignId, t.taskId, t.trajectoryId, t.instructionKey),
-          { ...t, injectedFromPool: false, pooledAt: now() },
-          PoolEntrySchema
-        );
+        const key = keys.poolEntry(input.campaignId, t.taskId, t.trajectoryId, t.instructionKey);
+        const entry: PoolEntry = { ...t, injectedFromPool: false, pooledAt: now() };
+        await store.putJson(key, entry, PoolEntrySchema);
+        remember(key, PoolEntrySchema.parse(entry));
         const set = touched.get(t.taskId) ?? new Set<string>();
         set.add(t.instructionKey ?? '');
         touched.set(t.taskId, set);
@@ -201,11 +233,10 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
         injectedFromPool: false,
         ...(m.instruction ? { instructionKey: instructionKeyOf(m.instruction) } : {}),
       };
-      await store.putJson(
-        keys.poolEntry(input.campaignId, m.taskId, m.trajectoryId, summary.instructionKey),
-        { ...summary, pooledAt: now() },
-        PoolEntrySchema
-      );
+      const key = keys.poolEntry(input.campaignId, m.taskId, m.trajectoryId, summary.instructionKey);
+      const entry: PoolEntry = { ...summary, pooledAt: now() };
+      await store.putJson(key, entry, PoolEntrySchema);
+      remember(key, PoolEntrySchema.parse(entry));
     },
 
     /**

@@ -1,7 +1,8 @@
 /**
  * The runEpisode activity (task queue `env`): acquire an env slot → reset → loop {observe → act →
  * execute} until done or maxSteps → evaluate → write screenshots, steps.jsonl and manifest.json →
- * release the slot, in every case (also on failure and cancellation).
+ * release the slot, in every case (also on failure and cancellation) → wait until the viewer's index
+ * entry is stored (its write may linger a little to share a delta with other episodes').
  *
  * Built by a factory over injected dependencies (pool, store, policy factories) so tests and the
  * worker wire real or fake parts alike. Failures leave as typed ApplicationFailures (failures.ts);
@@ -76,6 +77,17 @@ function stepSeed(trajectoryId: string, step: number, attempt: number): number {
   return h >>> 0;
 }
 
+/**
+ * How long an episode's index entry may wait for other episodes' entries to share its delta: a
+ * twentieth of the episode's own duration, at most 2 s. An env worker finishing dozens of episodes a
+ * second then writes a delta per partition every few hundred ms instead of one per episode or two (the
+ * index was half of MinIO's requests at 512 simulated envs), while a short episode (a quarter of a second
+ * in the quickstart's Chromium, where a group's end gates the next group) waits ~10 ms. The env slot is
+ * released before this wait.
+ */
+const INDEX_LINGER_FRACTION = 1 / 20;
+const INDEX_LINGER_MAX_MS = 2_000;
+
 function throwIfCancelled(signal: AbortSignal | undefined): void {
   if (!signal?.aborted) return;
   const reason: unknown = signal.reason;
@@ -122,6 +134,10 @@ export async function runEpisodeCore(
   const manifestKey = keys.trajectoryManifest(campaignId, trajectoryId);
   const stepsKey = keys.trajectorySteps(campaignId, trajectoryId, hooks.attempt);
   const clock = new EpisodeClock(now);
+  const startedAtMonotonic = performance.now();
+  /** The index write of the committed manifest, awaited once the env slot is released. */
+  let indexed: Promise<void> | undefined;
+  let succeeded = false;
 
   let env: GuiEnv;
   try {
@@ -138,6 +154,7 @@ export async function runEpisodeCore(
   let fields: string[] = [];
   let policy: EpisodePolicy | undefined;
   let broken = false;
+  let result: RunEpisodeResult;
 
   const writeTrajectory = async (status: TrajectoryManifest['status'], reward: number | null, error?: string) => {
     clock.writeStarted();
@@ -175,7 +192,12 @@ export async function runEpisodeCore(
     };
     // What is stored is what this attempt reports: an ok manifest another attempt committed first wins.
     const committed = await commitManifest(deps.store, manifestKey, manifest);
-    if (committed.written) await indexTrajectory(deps.store, manifest, now()); // the viewer's per-task/version/hour index
+    // The viewer's per-task/version/hour index gets what is stored, also when another attempt stored it
+    // (a retry after this write failed must still index it; readers keep one entry per id). Awaited once
+    // the env slot is released.
+    const lingerMs = Math.min(INDEX_LINGER_MAX_MS, (performance.now() - startedAtMonotonic) * INDEX_LINGER_FRACTION);
+    indexed = indexTrajectory(deps.store, committed.manifest, now(), { lingerMs });
+    indexed.catch(() => undefined); // until then not an unhandled rejection
     return committed.manifest;
   };
 
@@ -270,7 +292,8 @@ export async function runEpisodeCore(
     }
     const ev = await clock.env(() => env.evaluate());
     const manifest = await writeTrajectory('ok', ev.reward);
-    return {
+    succeeded = true;
+    result = {
       trajectoryId,
       taskId: task.id,
       seed: input.seed,
@@ -300,7 +323,13 @@ export async function runEpisodeCore(
   } finally {
     await policy?.close?.().catch(() => undefined);
     await deps.pool.release(env, { broken });
+    // A failure record's index entry is best effort, like the record itself.
+    if (!succeeded) await indexed?.catch(() => undefined);
   }
+  // An ok episode is reported only once its index entry is stored (a failed write retries the episode:
+  // its ok manifest stands and the retry indexes it).
+  if (indexed) await indexed.catch((err: unknown) => Promise.reject(toActivityFailure(err)));
+  return result;
 }
 
 /** One episode's outcome inside a batch: a result, or the typed failure Temporal would have seen. */

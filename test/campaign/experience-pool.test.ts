@@ -139,6 +139,41 @@ test('per instruction: the newest k per instruction, a failed group gets its own
   assert.deepEqual(await data.poolSizes({ campaignId }), { 'click-colour': 5 });
 });
 
+test('a process reads back no pool entry it wrote; another process reads them and sees the same pool', async () => {
+  const campaignId = 'pool-cache';
+  let clock = 5_000;
+  const gets: string[] = [];
+  const counting = Object.create(store) as ObjectStore;
+  counting.getJson = ((...a: Parameters<ObjectStore['getJson']>) => {
+    gets.push(a[0]);
+    return store.getJson(...a);
+  }) as ObjectStore['getJson'];
+  const data = createCampaignDataActivities({ store: counting, now: () => clock });
+  for (const id of ['p1', 'p2', 'p3', 'p4']) {
+    clock++;
+    await data.addToPool({ campaignId, trajectories: [success(id, RED)], keepNewest: 2 });
+  }
+  assert.deepEqual(await pooledIds(campaignId), ['p3', 'p4']);
+  assert.equal((await data.findPoolSuccess({ campaignId, taskId: 'click-colour' }))?.trajectoryId, 'p4');
+  assert.deepEqual(gets, [], 'eviction and lookup used the entries this process wrote (they were a GET each)');
+
+  // Another orchestrator (a fresh process) reads what it has not seen, and evicts by the stored pooledAt.
+  const other = createCampaignDataActivities({ store: counting, now: () => ++clock });
+  assert.equal((await other.findPoolSuccess({ campaignId, taskId: 'click-colour' }))?.trajectoryId, 'p4');
+  assert.equal(gets.length, 2, 'the other process read both entries once');
+  await other.addToPool({ campaignId, trajectories: [success('p5', RED)], keepNewest: 2 });
+  assert.deepEqual(await pooledIds(campaignId), ['p4', 'p5'], 'its eviction took the oldest (p3), as the first would');
+  // The first process lists again and does not offer the entry the other one evicted.
+  assert.equal((await data.findPoolSuccess({ campaignId, taskId: 'click-colour' }))?.trajectoryId, 'p5');
+
+  // MinIO down while reading an entry is an error (the activity retries), not an entry skipped or evicted.
+  const failing = Object.create(store) as ObjectStore;
+  failing.getJson = (() => Promise.reject(new Error('connect ECONNREFUSED'))) as ObjectStore['getJson'];
+  const third = createCampaignDataActivities({ store: failing, now: () => ++clock });
+  await assert.rejects(third.findPoolSuccess({ campaignId, taskId: 'click-colour' }), /ECONNREFUSED/);
+  assert.deepEqual(await pooledIds(campaignId), ['p4', 'p5']);
+});
+
 test("an operator's injected success is keyed by its manifest's instruction", async () => {
   const campaignId = 'pool-inject';
   const data = createCampaignDataActivities({ store, now: () => 5 });

@@ -14,6 +14,7 @@ import { BrowserEnvPool } from '../../envs/browser/pool';
 import { SIM_PROFILES, SimulatedEnvPool } from '../../envs/simulated';
 import type { CanonicalAction } from '../../schemas/actions';
 import { StepRecordSchema, TrajectoryManifestSchema } from '../../schemas/records';
+import { keys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
 import { loadTask } from '../../tasks';
 import { throwawayStore } from './helpers';
@@ -223,4 +224,42 @@ test('cancellation stops the episode between steps and releases the slot', async
   );
   assert.equal(manifest.status, 'cancelled');
   assert.equal(manifest.reward, null);
+});
+
+test("the env slot is released before the episode's index entry is stored; a failed index write is retryable", async () => {
+  const sim = new SimulatedEnvPool({ slots: 1, profile: SIM_PROFILES.fast! });
+  let open: () => void = () => undefined;
+  const gate = new Promise<void>((r) => (open = r));
+  let indexWrites = 0;
+  let failIndex = false;
+  const gated = Object.create(store) as ObjectStore;
+  gated.putBytes = (async (...a: Parameters<ObjectStore['putBytes']>) => {
+    if (a[0].includes('/index/')) {
+      indexWrites++;
+      if (failIndex) throw new Error('index write refused');
+      await gate;
+    }
+    return store.putBytes(...a);
+  }) as ObjectStore['putBytes'];
+  const d = { ...deps({}, sim as never), store: gated };
+  let settled = false;
+  const episode = runEpisodeCore(d, input({ policy: { kind: 'random' } }), hooks()).finally(() => (settled = true));
+  while (indexWrites === 0) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(sim.stats().busy, 0, 'the slot is free while the index write is outstanding');
+  assert.equal(settled, false, 'the episode is not reported before its index entry is stored');
+  open();
+  assert.equal((await episode).status, 'ok');
+
+  failIndex = true;
+  const inp = input({ policy: { kind: 'random' } });
+  await assert.rejects(
+    () => runEpisodeCore(d, inp, hooks()),
+    (err: unknown) => err instanceof ApplicationFailure && !err.nonRetryable
+  );
+  const kept = await store.getJson(
+    keys.trajectoryManifest('test-campaign', inp.trajectoryId),
+    TrajectoryManifestSchema
+  );
+  assert.equal(kept.status, 'ok', 'the committed manifest stands; a retry indexes it');
+  await sim.close();
 });

@@ -1,7 +1,8 @@
 /**
  * The append-only trajectory index against real MinIO: appends compact into segments (a partition keeps
  * fewer than FANOUT objects per level), a retried episode's later entry replaces the earlier one, two
- * writers compacting the same deltas at once write one segment, and full levels merge upward.
+ * writers compacting the same deltas at once write one segment, full levels merge upward, and appends
+ * that allow a linger share a delta.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -198,6 +199,30 @@ test("compacting a process's own deltas reads none of them back and deletes them
     const r = await readPartition(store, 'c6', 'trajectories', p);
     assert.equal(r.entries.length, FANOUT + 1, p);
   }
+});
+
+test('appends that allow a linger share one delta; an append without linger writes the lingering batch at once', async () => {
+  // Five episodes finishing 20 ms apart, each allowing 10 s: one delta per partition, written once the
+  // fifth append (no linger) arrives, not after 10 s.
+  const partition = partitions.task('click-target');
+  const started = Date.now();
+  const writes: Array<Promise<void>> = [];
+  for (let i = 0; i < 4; i++) {
+    writes.push(indexTrajectory(store, manifest('c7', i), T0 + i, { lingerMs: 10_000 }));
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.deepEqual(await objectsIn('c7', partition), [], 'nothing written while the batch may linger');
+  writes.push(indexTrajectory(store, manifest('c7', 4), T0 + 4));
+  await Promise.all(writes);
+  assert.ok(Date.now() - started < 9_000, 'the append without linger did not wait for the others');
+  await compactionsSettled();
+  const deltas = (await objectsIn('c7', partition)).filter((k) => k.split('/').at(-1)!.startsWith('d-'));
+  assert.equal(deltas.length, 1, deltas.join(', '));
+  assert.equal((await readPartition(store, 'c7', 'trajectories', partition)).entries.length, 5);
+
+  // A linger is an upper bound on the wait: a lone append with 300 ms is stored after it.
+  await indexTrajectory(store, manifest('c8', 0), T0, { lingerMs: 300 });
+  assert.equal((await readPartition(store, 'c8', 'trajectories', partition)).entries.length, 1);
 });
 
 test('removeMany removes every key in one call, missing keys included', async () => {
