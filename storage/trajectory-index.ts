@@ -12,15 +12,15 @@
  *
  * Writers only ever add objects. A process's appends to one campaign's stream are group-committed: those
  * that arrive while a write is in flight, or within the linger an append allows, share the next delta
- * (AppendBatcher). Every FANOUT appends to a
- * partition (and on its first one) the writer compacts it in the background: when the partition holds
- * FANOUT deltas (or FANOUT segments of one level) it writes them as one segment (putIfAbsent under a key
- * derived from what it merges, so two writers compacting the same set write one object) and then deletes
- * them. Writers racing on different sets, or a crash between write and delete, leave an entry in two
- * objects; readers de-duplicate by id (the latest `indexedAt` wins), so that costs bytes, never
- * correctness. A partition therefore holds fewer than FANOUT deltas per live writer (plus what one pass
- * has not merged yet) and < FANOUT segments per level: reading one is a bounded number of GETs whatever
- * the campaign's size.
+ * (AppendBatcher). Every FANOUT appends to a partition (and on its first one) the writer compacts it in
+ * the background: FANOUT of its own deltas (or of deltas older than FOREIGN_DELTA_MIN_AGE_MS, whose writer
+ * is likely gone), or FANOUT segments of one level, become one segment (putIfAbsent under a key derived
+ * from what it merges, so two writers compacting the same set write one object), and then are deleted.
+ * Writers racing on different sets, or a crash between write and delete, leave an entry in two objects;
+ * readers de-duplicate by id (the latest `indexedAt` wins), so that costs bytes, never correctness. A
+ * partition therefore holds fewer than FANOUT deltas per live writer, the last 10 minutes' deltas of
+ * writers that stopped, fewer than FANOUT older ones (plus what one pass has not merged yet) and < FANOUT
+ * segments per level: reading one is a bounded number of GETs whatever the campaign's size.
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -196,7 +196,19 @@ async function mergeInto(
   for (const r of ok) ownDeltas.forget(store, r.key);
 }
 
-/** One compaction pass over a partition: full batches of deltas, then full levels of segments. */
+/** Another writer's deltas younger than this are left to that writer (see compactPartition). */
+export const FOREIGN_DELTA_MIN_AGE_MS = 10 * 60_000;
+
+/** The epoch ms an index object's name starts with (`d-<ms>-…`, `s<L>-<ms>-…`); 0 when it has none. */
+function msOfIndexObject(name: string): number {
+  const m = /^(?:d|s\d+)-(\d{13})-/.exec(name);
+  return m ? Number(m[1]) : 0;
+}
+
+/**
+ * One compaction pass over a partition: full batches of this process's deltas and of abandoned ones,
+ * then full levels of segments.
+ */
 export async function compactPartition(
   store: ObjectStore,
   campaignId: string,
@@ -206,10 +218,18 @@ export async function compactPartition(
   const prefix = indexKeys.partition(campaignId, stream, partition);
   let listed = await listPartition(store, prefix);
   let changed = false;
-  for (let i = 0; i + FANOUT <= listed.deltas.length; i += FANOUT) {
-    await mergeInto(store, prefix, stream, 1, listed.deltas.slice(i, i + FANOUT));
-    changed = true;
-  }
+  // This process's own deltas (merged from memory), then other writers' deltas old enough that their
+  // writer is likely gone: a live writer merges its own every FANOUT appends without reading them back,
+  // so merging them here too would read each one (two env workers: a third of the index's requests).
+  const own = listed.deltas.filter((k) => ownDeltas.get(store, k));
+  const abandoned = listed.deltas.filter(
+    (k) => !ownDeltas.get(store, k) && Date.now() - msOfIndexObject(k.slice(prefix.length)) >= FOREIGN_DELTA_MIN_AGE_MS
+  );
+  for (const deltas of [own, abandoned])
+    for (let i = 0; i + FANOUT <= deltas.length; i += FANOUT) {
+      await mergeInto(store, prefix, stream, 1, deltas.slice(i, i + FANOUT));
+      changed = true;
+    }
   if (changed) listed = await listPartition(store, prefix);
   for (let level = 1; level < 12; level++) {
     const segs = listed.segments.get(level) ?? [];
@@ -230,8 +250,8 @@ const compacting = new Map<string, { again: boolean; done: Promise<void> }>();
  * Deltas this process appended to each partition since it last started a compaction pass there. A pass
  * lists the partition, so it runs only when it can find a full batch of this process's own deltas (every
  * FANOUT appends) and once on a process's first append to a partition, which merges what earlier writers
- * (a killed env worker) left below a full batch. A partition thus holds fewer than FANOUT deltas per live
- * writer plus what one pass has not merged yet: a bounded number of objects to read.
+ * (a killed env worker) left, once old enough. A partition thus holds a bounded number of objects to read
+ * (see the header).
  */
 const appendsSincePass = new Map<string, number>();
 

@@ -12,6 +12,7 @@ import {
   compactionsSettled,
   compactPartition,
   FANOUT,
+  FOREIGN_DELTA_MIN_AGE_MS,
   indexKeys,
   indexTrajectory,
   partitions,
@@ -199,6 +200,30 @@ test("compacting a process's own deltas reads none of them back and deletes them
     const r = await readPartition(store, 'c6', 'trajectories', p);
     assert.equal(r.entries.length, FANOUT + 1, p);
   }
+});
+
+test("another live writer's young deltas are left to it (not read back); abandoned old ones are merged", async () => {
+  const partition = partitions.task('click-target');
+  const prefix = indexKeys.partition('c9', 'trajectories', partition);
+  const young = Date.now() - 1000;
+  for (let i = 0; i < FANOUT; i++) {
+    const m = manifest('c9', i);
+    await store.putBytes(
+      `${prefix}d-${String(young + i).padStart(13, '0')}-${i}.jsonl`,
+      Buffer.from(JSON.stringify({ ...entryOf(m), indexedAt: young + i }))
+    );
+  }
+  let gets = 0;
+  const other = Object.create(store) as ObjectStore;
+  other.getJsonLines = ((...a: Parameters<ObjectStore['getJsonLines']>) => {
+    gets++;
+    return store.getJsonLines(...a);
+  }) as ObjectStore['getJsonLines'];
+  await compactPartition(other, 'c9', 'trajectories', partition);
+  assert.equal(gets, 0, "a pass read another writer's deltas");
+  assert.equal((await objectsIn('c9', partition)).length, FANOUT, 'they stay for their writer to merge');
+  assert.ok(FOREIGN_DELTA_MIN_AGE_MS >= 60_000);
+  // The same deltas named 10 minutes older (a writer that stopped) are merged; see also the c5 test.
 });
 
 test('appends that allow a linger share one delta; an append without linger writes the lingering batch at once', async () => {
