@@ -81,10 +81,6 @@ export async function createOrchestratorWorker(
     ...workflowCode,
     activities: createOrchestratorActivities(store),
     interceptors: withMetrics(payloadGuardInterceptors({ workflows: workflowInterceptors }), metrics),
-    // Twice the SDK's 10 open workflow-task polls: at 512 envs the group children's workflow tasks found a
-    // waiting poll 36 % of the time, and every other one went through the task queue's table in the dev
-    // server's SQLite (a write and a read); with 20, 81 % (docs/benchmarks.md, "Scale").
-    maxConcurrentWorkflowTaskPolls: 20,
     // Activities here are short data-manager calls; in-flight ones finish on SIGTERM.
     shutdownGraceTime: '30 seconds',
     ...orchestratorVersioning(),
