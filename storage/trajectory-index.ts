@@ -382,7 +382,9 @@ class AppendBatcher {
     }
     const batch = this.pending;
     for (const [partition, entries] of byPartition) {
-      batch.byPartition.set(partition, [...(batch.byPartition.get(partition) ?? []), ...entries]);
+      const list = batch.byPartition.get(partition);
+      if (list) list.push(...entries);
+      else batch.byPartition.set(partition, [...entries]);
       batch.entries += entries.length;
     }
     batch.now = Math.min(batch.now, now);
