@@ -186,7 +186,7 @@ async function mergeInto(
   if (ok.length === 0) return;
   const entries = dedupe(ok.flatMap((r) => r.entries)).sort((a, b) => a.indexedAt - b.indexedAt);
   const firstName = ok[0]!.key.slice(prefix.length);
-  const firstMs = /^(?:d|s\d+)-(\d{13})-/.exec(firstName)?.[1] ?? pad13(entries[0]?.indexedAt ?? 0);
+  const firstMs = pad13(msOfIndexObject(firstName) || (entries[0]?.indexedAt ?? 0));
   // Named by what it merges: two writers compacting the same members produce the same key (written once).
   const key = `${prefix}s${level}-${firstMs}-${shortHash(ok.map((r) => r.key).join('\n'))}.jsonl`;
   await store.putBytesIfAbsent(key, serializeJsonLines(entries), 'application/x-ndjson');
@@ -221,10 +221,12 @@ export async function compactPartition(
   // This process's own deltas (merged from memory), then other writers' deltas old enough that their
   // writer is likely gone: a live writer merges its own every FANOUT appends without reading them back,
   // so merging them here too would read each one (two env workers: a third of the index's requests).
-  const own = listed.deltas.filter((k) => ownDeltas.get(store, k));
-  const abandoned = listed.deltas.filter(
-    (k) => !ownDeltas.get(store, k) && Date.now() - msOfIndexObject(k.slice(prefix.length)) >= FOREIGN_DELTA_MIN_AGE_MS
-  );
+  const own: string[] = [];
+  const abandoned: string[] = [];
+  for (const k of listed.deltas) {
+    if (ownDeltas.get(store, k)) own.push(k);
+    else if (Date.now() - msOfIndexObject(k.slice(prefix.length)) >= FOREIGN_DELTA_MIN_AGE_MS) abandoned.push(k);
+  }
   for (const deltas of [own, abandoned])
     for (let i = 0; i + FANOUT <= deltas.length; i += FANOUT) {
       await mergeInto(store, prefix, stream, 1, deltas.slice(i, i + FANOUT));

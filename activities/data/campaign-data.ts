@@ -68,6 +68,12 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
       throw err;
     }
   }
+  /** Writes a pool entry (pooledAt = now) and keeps what was stored. */
+  async function putPoolEntry(key: string, summary: TrajectorySummary): Promise<void> {
+    const entry = PoolEntrySchema.parse({ ...summary, pooledAt: now() });
+    await store.putJson(key, entry);
+    remember(key, entry);
+  }
   async function removePoolEntries(entryKeys: string[]): Promise<void> {
     if (entryKeys.length === 0) return;
     await store.removeMany(entryKeys); // one multi-object DELETE
@@ -158,10 +164,10 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
       const touched = new Map<string, Set<string>>(); // taskId → instruction keys touched ('' = none)
       for (const t of input.trajectories) {
         if (!isSuccess(t.reward, input.successThreshold)) continue;
-        const key = keys.poolEntry(input.campaignId, t.taskId, t.trajectoryId, t.instructionKey);
-        const entry: PoolEntry = { ...t, injectedFromPool: false, pooledAt: now() };
-        await store.putJson(key, entry, PoolEntrySchema);
-        remember(key, PoolEntrySchema.parse(entry));
+        await putPoolEntry(keys.poolEntry(input.campaignId, t.taskId, t.trajectoryId, t.instructionKey), {
+          ...t,
+          injectedFromPool: false,
+        });
         const set = touched.get(t.taskId) ?? new Set<string>();
         set.add(t.instructionKey ?? '');
         touched.set(t.taskId, set);
@@ -233,10 +239,7 @@ export function createCampaignDataActivities(deps: { store: ObjectStore; now?: (
         injectedFromPool: false,
         ...(m.instruction ? { instructionKey: instructionKeyOf(m.instruction) } : {}),
       };
-      const key = keys.poolEntry(input.campaignId, m.taskId, m.trajectoryId, summary.instructionKey);
-      const entry: PoolEntry = { ...summary, pooledAt: now() };
-      await store.putJson(key, entry, PoolEntrySchema);
-      remember(key, PoolEntrySchema.parse(entry));
+      await putPoolEntry(keys.poolEntry(input.campaignId, m.taskId, m.trajectoryId, summary.instructionKey), summary);
     },
 
     /**
