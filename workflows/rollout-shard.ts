@@ -21,6 +21,7 @@ import {
   getExternalWorkflowHandle,
   log,
   ParentClosePolicy,
+  patched,
   setHandler,
   sleep,
   startChild,
@@ -51,6 +52,9 @@ export interface RolloutShardInput {
   carried?: ShardCarried;
   /** Test hook: continue-as-new after this many loop iterations (besides the server's suggestion). */
   continueAsNewAfterIterations?: number;
+  /** Test hooks: how long a child of an earlier run may stay silent before it is described, and how often (ms; default a minute each). */
+  reconcileAfterMs?: number;
+  reconcileEveryMs?: number;
 }
 
 export interface ShardCarried {
@@ -75,6 +79,15 @@ const children = childActivities;
 /** Children of an earlier run that have not reported after this long are described (they may have ended). */
 const RECONCILE_AFTER_MS = 60_000;
 const RECONCILE_EVERY_MS = 60_000;
+
+/**
+ * Runs recorded before this patch cleared the wake flag after the loop's awaits (a report flush, a
+ * reconcile), so groups assigned during one of them were not started until some later signal or timer
+ * woke the loop, and never when none came: the campaign then counted them in flight for good, their
+ * episodes holding envConcurrency (seen at 512 envs: 109 groups, 803 episodes, until the 15-minute
+ * sharded reconcile). The flag is now cleared at the top of each iteration, before anything is read.
+ */
+const SHARD_WAKE_AT_TOP_PATCH = 'shard-wake-flag-cleared-before-reading';
 
 export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<RolloutShardResult> {
   const shardId = workflowInfo().workflowId;
@@ -159,7 +172,7 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
     reconcileDue = false;
     const now = Date.now();
     const ids = Object.entries(c.inFlight)
-      .filter(([, g]) => g.run < c.runIndex && now - g.startedAtMs > RECONCILE_AFTER_MS)
+      .filter(([, g]) => g.run < c.runIndex && now - g.startedAtMs > (input.reconcileAfterMs ?? RECONCILE_AFTER_MS))
       .map(([id]) => id);
     if (ids.length > 0) for (const d of await children.describeChildren({ workflowIds: ids })) settle(d);
   }
@@ -191,7 +204,7 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
     }
     if (c.runIndex > 0 && Object.keys(c.inFlight).length > 0 && !reconcileTimer) {
       reconcileTimer = true;
-      void sleep(RECONCILE_EVERY_MS).then(() => {
+      void sleep(input.reconcileEveryMs ?? RECONCILE_EVERY_MS).then(() => {
         reconcileTimer = false;
         reconcileDue = true;
         wake();
@@ -199,9 +212,12 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
     }
   }
 
+  const wakeAtTop = patched(SHARD_WAKE_AT_TOP_PATCH);
   let iterations = 0;
   for (;;) {
     iterations++;
+    // Cleared before the loop reads anything, so a signal during this iteration's awaits wakes the next one.
+    if (wakeAtTop) dirty = false;
     for (const g of c.queued.splice(0)) startGroup(g);
     if (reconcileDue) await reconcile();
     if (flushDue || waiting() >= input.maxBatch || c.stopRequested) await flush();
@@ -222,7 +238,7 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
       });
     }
     timers();
-    dirty = false;
+    if (!wakeAtTop) dirty = false;
     await condition(() => dirty);
   }
   while (pendingStarts.size > 0) await Promise.all([...pendingStarts]);
