@@ -124,23 +124,8 @@ export interface TemporalDevServerOptions {
   extraArgs?: string[];
 }
 
-/**
- * SQLite settings of the dev server's history database (see startTemporalDevServer). A 64 MiB page cache
- * and 256 MiB of memory-mapped reads (SQLite's defaults: 2 MiB, none) keep the timer and task-queue range
- * reads of thousands of running workflows off pread and the page-cache code (docs/benchmarks.md, "Scale").
- */
-export const SQLITE_PRAGMAS = [
-  'journal_mode=wal',
-  'synchronous=normal',
-  'cache_size=-65536',
-  'mmap_size=268435456',
-] as const;
-
-/**
- * The dev server's Go garbage collector runs at GOGC=400 unless the environment sets GOGC: at the default
- * (100) it took ≈ 11 % of the server's CPU at 512 envs; 400 trades a few hundred MB of heap for ≈ 2 %.
- */
-export const DEV_SERVER_GOGC = '400';
+/** SQLite settings of the dev server's history database (see startTemporalDevServer). */
+export const SQLITE_PRAGMAS = ['journal_mode=wal', 'synchronous=normal'] as const;
 
 /** Starts (or reuses) a Temporal dev server with persistent SQLite history and the Web UI. */
 export async function startTemporalDevServer(
@@ -184,7 +169,7 @@ export async function startTemporalDevServer(
   // between its pick and its bind ("address already in use", the process exits). Such a start is retried.
   for (let attempt = 1; ; attempt++) {
     const logBefore = fileSize(path.join(logDir(settings), `${name}.log`));
-    const { pid, logFile } = spawnDaemon(settings, name, cli, args, { GOGC: DEV_SERVER_GOGC, ...process.env });
+    const { pid, logFile } = spawnDaemon(settings, name, cli, args, process.env);
     try {
       await waitUntil(
         `Temporal dev server on ${address}`,

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createProofActivities } from '../../activities/data/proof';
-import { DEV_SERVER_GOGC, startTemporalDevServer, stopService, temporalHealthy } from '../../infra/services';
+import { startTemporalDevServer, stopService, temporalHealthy } from '../../infra/services';
 import { connectClient } from '../../infra/temporal-connection';
 import { SEARCH_ATTRIBUTE_CLI_TYPES } from '../../schemas/search-attributes';
 import type { ObjectStore } from '../../storage/object-store';
@@ -83,19 +83,8 @@ test('a finished workflow history survives a kill -9 of the dev server and a res
     await c1.connection.close();
     // The history database runs in WAL mode (infra's SQLite pragmas); a commit must survive a crash.
     assert.ok(fs.existsSync(`${opts.dbFile}-wal`), 'the dev server writes a SQLite write-ahead log');
-    // The pragmas reach SQLite (reads are memory-mapped: the database file is in the server's mappings),
-    // and its Go GC runs at infra's GOGC unless the environment chose one.
-    assert.ok(first.pid, 'a started server has a pid');
-    assert.ok(
-      fs
-        .readFileSync(`/proc/${first.pid}/maps`, 'utf8')
-        .split('\n')
-        .some((line) => line.endsWith(` ${opts.dbFile}`)), // the file itself, not its -shm
-      'the history database is memory-mapped (mmap_size pragma)'
-    );
-    const environ = fs.readFileSync(`/proc/${first.pid}/environ`, 'utf8').split('\0');
-    assert.ok(environ.includes(`GOGC=${process.env.GOGC ?? DEV_SERVER_GOGC}`), 'the dev server runs with GOGC set');
 
+    assert.ok(first.pid, 'a started server has a pid');
     process.kill(first.pid, 'SIGKILL');
     for (let i = 0; i < 60 && (await temporalHealthy(local.temporal.address, 500)); i++) await sleep(500);
     assert.equal(await temporalHealthy(local.temporal.address, 1000), false, 'server is down after kill -9');
