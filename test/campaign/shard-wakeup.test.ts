@@ -25,8 +25,7 @@ const EventType = temporal.api.enums.v1.EventType;
 
 test('a group assigned while the shard awaits a reconcile is started once the reconcile returns', async () => {
   const settings = await registerScratchNamespace(testSettings(), `dartflow-test-shard-wake-${uniqueSuffix()}`);
-  let describeCalled!: () => void;
-  const called = new Promise<void>((resolve) => (describeCalled = resolve));
+  let describeCalled = false;
   let releaseDescribe!: () => void;
   const released = new Promise<void>((resolve) => (releaseDescribe = resolve));
   const { workflowInterceptors, ...workflowCode } = orchestratorWorkflowCode();
@@ -37,7 +36,7 @@ test('a group assigned while the shard awaits a reconcile is started once the re
     activities: {
       // The earlier run's child: held open until the test has assigned a group, then reported terminated.
       async describeChildren(input: { workflowIds: string[] }): Promise<ChildDescription[]> {
-        describeCalled();
+        describeCalled = true;
         await released;
         return input.workflowIds.map((workflowId) => ({ workflowId, status: 'TERMINATED' as const }));
       },
@@ -81,7 +80,7 @@ test('a group assigned while the shard awaits a reconcile is started once the re
         workflowId: shardId,
         args: [input],
       });
-      await called;
+      await waitFor('the reconcile of the earlier run to start', async () => describeCalled, 60_000);
       await shard.signal('assignGroups', [group]);
       await waitFor(
         'the assignment in the shard history',
