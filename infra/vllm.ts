@@ -109,12 +109,21 @@ export function vllmCommand(
 
 /** True when the server answers /health with 200 (the engine is up). */
 export async function vllmHealthy(baseUrl: string, timeoutMs = 2000): Promise<boolean> {
+  return (await vllmHealth(baseUrl, timeoutMs)) === 'up';
+}
+
+/**
+ * vLLM's /health in three states: 'up' (200), 'down' (refused, unreachable or an error status) and 'slow'
+ * (no answer within `timeoutMs`: on a busy CPU machine its API server can be late while it serves on).
+ */
+export async function vllmHealth(baseUrl: string, timeoutMs = 2000): Promise<'up' | 'down' | 'slow'> {
+  const timeout = AbortSignal.timeout(timeoutMs);
   try {
-    const res = await fetch(`${baseUrl}/health`, { signal: AbortSignal.timeout(timeoutMs) });
+    const res = await fetch(`${baseUrl}/health`, { signal: timeout });
     await res.body?.cancel();
-    return res.ok;
+    return res.ok ? 'up' : 'down';
   } catch {
-    return false;
+    return timeout.aborted ? 'slow' : 'down';
   }
 }
 

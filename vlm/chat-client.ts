@@ -85,7 +85,8 @@ const CompletionSchema = z.object({
 async function attempt(
   opts: ChatClientOptions,
   baseUrl: string,
-  req: ChatRequest
+  req: ChatRequest,
+  clientId: string | undefined
 ): Promise<Omit<ChatResult, 'attempts'>> {
   const timeout = AbortSignal.timeout(opts.timeoutMs ?? 100_000);
   const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
@@ -106,6 +107,8 @@ async function attempt(
       headers: {
         'content-type': 'application/json',
         ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}),
+        // The front counts each client's requests, so a router's load report leaves its own out exactly.
+        ...(clientId ? { 'x-dartflow-client': clientId } : {}),
       },
       body: JSON.stringify(body),
       signal,
@@ -176,7 +179,7 @@ export async function chatCompletion(opts: ChatClientOptions, req: ChatRequest, 
     tried.add(baseUrl);
     router?.begin(baseUrl);
     try {
-      return { ...(await attempt(opts, baseUrl, req)), attempts: i + 1 };
+      return { ...(await attempt(opts, baseUrl, req, router?.clientId)), attempts: i + 1 };
     } catch (err) {
       if (!(err instanceof ChatCompletionError)) throw err;
       last = err;

@@ -41,6 +41,8 @@ export type FrontErrorType =
 export interface LoadReport {
   serverId: string;
   inFlight: number;
+  /** In flight for clients other than the one asking (`/load?client=<id>`; its requests carry `x-dartflow-client`). */
+  inFlightOthers: number;
   holding: boolean;
   version: number;
   campaignId: string | null;
@@ -61,14 +63,26 @@ export interface VllmFrontOptions {
   maxHoldMs?: number;
   /** Default 64 MiB (several base64 screenshots). */
   maxBodyBytes?: number;
+  /** How often /load may re-probe vLLM's /health (default 2 s; tests shorten it). */
+  healthProbeEveryMs?: number;
 }
 
 export interface VllmFront {
   /** http://host:port (the OpenAI base URL is `${url}/v1`). */
   url: string;
   port: number;
-  load(): Promise<LoadReport>;
+  load(clientId?: string): Promise<LoadReport>;
+  /** Answered chat requests so far and their summed time in the front and in vLLM (ms): where requests wait. */
+  stats(): FrontStats;
   close(): Promise<void>;
+}
+
+export interface FrontStats {
+  answered: number;
+  /** Request received → answer sent, summed. */
+  frontMs: number;
+  /** The forward to vLLM (sent → answer read), summed. */
+  upstreamMs: number;
 }
 
 class FrontError extends Error {
@@ -101,19 +115,30 @@ export async function startVllmFront(o: VllmFrontOptions): Promise<VllmFront> {
   let healthy = true;
   let probedAt = 0;
   let probing: Promise<void> | undefined;
+  /** Probes in a row that vLLM did not answer in time. */
+  let slowProbes = 0;
+  /** Requests inside the gate per client (`x-dartflow-client`), so /load can leave the asker's own out. */
+  const byClient = new Map<string, number>();
+  const stats: FrontStats = { answered: 0, frontMs: 0, upstreamMs: 0 };
 
   /**
    * The last known health, re-probed in the background (at most every 2 s). /load never waits for vLLM:
    * routers ask it before every pick, and a vLLM API server busy preparing images can take longer to
-   * answer /health than a router waits for /load — which took healthy servers out of rotation.
+   * answer /health than a router waits for /load — which took healthy servers out of rotation. For the
+   * same reason a probe vLLM answers late is not a failure: only three late in a row (≈ 6 s without an
+   * answer) or a refusal mark it down.
    */
   function probe(): boolean {
-    if (!probing && Date.now() - probedAt > 2000) {
+    if (!probing && Date.now() - probedAt > (o.healthProbeEveryMs ?? 2000)) {
       probedAt = Date.now();
-      probing = control
-        .healthy(1500)
-        .then((up) => {
-          healthy = up;
+      const check = control.health
+        ? control.health(1500)
+        : control.healthy(1500).then((up) => (up ? ('up' as const) : ('down' as const)));
+      probing = check
+        .then((state) => {
+          slowProbes = state === 'slow' ? slowProbes + 1 : 0;
+          if (state !== 'slow') healthy = state === 'up';
+          else if (slowProbes >= 3) healthy = false;
         })
         .finally(() => {
           probing = undefined;
@@ -122,11 +147,13 @@ export async function startVllmFront(o: VllmFrontOptions): Promise<VllmFront> {
     return healthy;
   }
 
-  async function load(): Promise<LoadReport> {
+  async function load(clientId?: string): Promise<LoadReport> {
     const up = probe();
+    const own = clientId ? (byClient.get(clientId) ?? 0) : 0;
     return {
       serverId: o.serverId,
       inFlight: gate.inFlight,
+      inFlightOthers: Math.max(0, gate.inFlight - own),
       holding: gate.holding,
       version: gate.served.version,
       campaignId: gate.served.campaignId,
@@ -135,6 +162,7 @@ export async function startVllmFront(o: VllmFrontOptions): Promise<VllmFront> {
   }
 
   async function chat(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const receivedAt = performance.now();
     const raw = await readBody(req, maxBody);
     let parsed: unknown;
     try {
@@ -150,6 +178,9 @@ export async function startVllmFront(o: VllmFrontOptions): Promise<VllmFront> {
       if (err instanceof GateTimeoutError) throw new FrontError(503, 'reload_timeout', err.message);
       throw err;
     }
+    const header = req.headers['x-dartflow-client'];
+    const clientId = typeof header === 'string' && header.length <= 64 ? header : undefined;
+    if (clientId) byClient.set(clientId, (byClient.get(clientId) ?? 0) + 1);
     try {
       let body;
       try {
@@ -167,6 +198,7 @@ export async function startVllmFront(o: VllmFrontOptions): Promise<VllmFront> {
       const timeout = AbortSignal.timeout(requestTimeoutMs);
       let upstream: Response;
       let text: string;
+      const forwardedAt = performance.now();
       try {
         upstream = await fetch(`${control.baseUrl}/v1/chat/completions`, {
           method: 'POST',
@@ -193,6 +225,7 @@ export async function startVllmFront(o: VllmFrontOptions): Promise<VllmFront> {
       } finally {
         res.removeListener('close', onClose);
       }
+      const answeredAt = performance.now();
       healthy = true;
       if (!upstream.ok) {
         if (upstream.status >= 500)
@@ -209,8 +242,16 @@ export async function startVllmFront(o: VllmFrontOptions): Promise<VllmFront> {
       }
       const stamped = stampAnswer(json as Record<string, unknown>, served, o.serverId);
       send(res, 200, stamped, { 'x-dartflow-version': String(served.version) });
+      stats.answered++;
+      stats.upstreamMs += answeredAt - forwardedAt;
+      stats.frontMs += performance.now() - receivedAt;
     } finally {
       gate.leave();
+      if (clientId) {
+        const left = (byClient.get(clientId) ?? 1) - 1;
+        if (left > 0) byClient.set(clientId, left);
+        else byClient.delete(clientId);
+      }
     }
   }
 
@@ -236,7 +277,7 @@ export async function startVllmFront(o: VllmFrontOptions): Promise<VllmFront> {
           throw new FrontError(401, 'unauthorized', 'missing or wrong bearer token');
         if (req.method === 'POST' && url.pathname === '/v1/chat/completions') return await chat(req, res);
         if (req.method === 'GET' && (url.pathname === '/load' || url.pathname === '/v1/load')) {
-          const report = await load();
+          const report = await load(url.searchParams.get('client') ?? undefined);
           return send(res, report.healthy ? 200 : 503, report);
         }
         if (req.method === 'GET' && url.pathname === '/v1/models')
@@ -264,6 +305,7 @@ export async function startVllmFront(o: VllmFrontOptions): Promise<VllmFront> {
     url: `http://${host}:${port}`,
     port,
     load,
+    stats: () => ({ ...stats }),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -1,17 +1,22 @@
 /**
- * Least-loaded routing over VLM policy endpoints, on the env side. Each endpoint's load is the front's
- * in-flight count (`GET <baseUrl>/load`, re-asked in the background once older than `loadTtlMs`), with this
- * process's own share replaced by its exact count now; the endpoint with the least wins, ties go
- * round-robin. An endpoint that refuses or dies (transport error, 5xx, /load unhealthy or unreachable) is
- * taken out for `penaltyMs`, so episodes stop waiting on it while the campaign's registry refresh catches
- * up. A server without the front (/load answers 4xx: plain vLLM, another API) is routed by this process's
- * own in-flight count.
+ * Least-loaded routing over VLM policy endpoints, on the env side. Each endpoint's load is the requests of
+ * other clients there (`GET <baseUrl>/load?client=<clientId>`: the front counts each client's requests, named
+ * by the `x-dartflow-client` header, and reports the others' as `inFlightOthers`; re-asked in the background
+ * once older than `loadTtlMs`) plus this process's own in flight now, counted exactly; the endpoint with the
+ * least wins, ties go round-robin. An endpoint that refuses or dies (transport error, 5xx, /load unhealthy
+ * or refused) is taken out for `penaltyMs`, so episodes stop waiting on it while the campaign's registry
+ * refresh catches up. A /load that is merely slow (a busy machine) keeps the last report: only
+ * `maxSlowLoads` slow answers in a row take the endpoint out. A server without the front (/load answers
+ * 4xx: plain vLLM, another API) is routed by this process's own in-flight count.
  *
  * One router per endpoint set and process (`sharedRouter`): concurrent episodes of an env worker share
  * the counts, which is what makes "least loaded" mean anything.
  */
+import { randomUUID } from 'node:crypto';
 
 export interface EndpointRouter {
+  /** Sent with each request as `x-dartflow-client`, so the front can tell this client's load from others'. */
+  readonly clientId?: string;
   /** The endpoint for the next attempt; endpoints in `tried` are avoided while others are available. */
   pick(tried?: ReadonlySet<string>): Promise<string>;
   begin(url: string): void;
@@ -26,14 +31,17 @@ export interface RouterOptions {
   loadTtlMs?: number;
   penaltyMs?: number;
   loadTimeoutMs?: number;
+  /** Slow /load answers in a row (timeouts) before the endpoint is taken out (default 3). */
+  maxSlowLoads?: number;
   now?: () => number;
   fetchImpl?: typeof fetch;
 }
 
 interface EndpointState {
   /**
-   * Requests of other clients (other env workers) at the last report: the front's in-flight count minus
-   * this process's own at that moment. undefined: no report (a server without the front).
+   * Requests of other clients (other env workers) at the last report: the front's `inFlightOthers` (a front
+   * older than that field: its in-flight count minus this process's own now). undefined: no report (a
+   * server without the front).
    */
   others: number | undefined;
   reportedAt: number;
@@ -41,11 +49,14 @@ interface EndpointState {
   local: number;
   outUntil: number;
   probing: Promise<void> | undefined;
+  /** /load timeouts in a row. */
+  slowLoads: number;
 }
 
 export class LeastLoadedRouter implements EndpointRouter {
   private readonly state = new Map<string, EndpointState>();
   private turn = 0;
+  readonly clientId = randomUUID();
   private readonly now: () => number;
   private readonly fetchImpl: typeof fetch;
 
@@ -60,6 +71,7 @@ export class LeastLoadedRouter implements EndpointRouter {
         local: 0,
         outUntil: 0,
         probing: undefined,
+        slowLoads: 0,
       });
   }
 
@@ -73,18 +85,25 @@ export class LeastLoadedRouter implements EndpointRouter {
     const s = this.s(url);
     if (this.now() - s.reportedAt < (this.o.loadTtlMs ?? 1000)) return Promise.resolve();
     s.probing ??= (async () => {
+      const timeout = AbortSignal.timeout(this.o.loadTimeoutMs ?? 1000);
       try {
-        const res = await this.fetchImpl(`${url.replace(/\/+$/, '')}/load`, {
+        const res = await this.fetchImpl(`${url.replace(/\/+$/, '')}/load?client=${this.clientId}`, {
           headers: this.o.apiKey ? { authorization: `Bearer ${this.o.apiKey}` } : {},
-          signal: AbortSignal.timeout(this.o.loadTimeoutMs ?? 1000),
+          signal: timeout,
         });
-        const body = (await res.json().catch(() => undefined)) as { inFlight?: unknown; healthy?: unknown } | undefined;
+        const body = (await res.json().catch(() => undefined)) as
+          { inFlight?: unknown; inFlightOthers?: unknown; healthy?: unknown } | undefined;
+        s.slowLoads = 0;
         // 4xx: a server without the dartflow front (plain vLLM, another API): no report, not a failure.
         if (res.status >= 400 && res.status < 500) s.others = undefined;
         else if (!res.ok || body?.healthy === false)
           this.markFailed(url, `/load answered HTTP ${res.status}${body?.healthy === false ? ', unhealthy' : ''}`);
+        else if (typeof body?.inFlightOthers === 'number') s.others = body.inFlightOthers;
         else s.others = typeof body?.inFlight === 'number' ? Math.max(0, body.inFlight - s.local) : undefined;
       } catch (err) {
+        // Slow is not dead: on a busy machine a /load can miss its timeout while the server serves on.
+        // The last report stands until several in a row time out; a refused connection is a failure now.
+        if (timeout.aborted && ++s.slowLoads < (this.o.maxSlowLoads ?? 3)) return;
         this.markFailed(url, `/load failed: ${err instanceof Error ? err.message : String(err)}`);
       } finally {
         s.reportedAt = this.now();

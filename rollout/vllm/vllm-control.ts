@@ -5,7 +5,7 @@
  * for full reloads, or --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True for adapters, and must see
  * the checkpoint folders this process downloads: same machine or a shared file system).
  */
-import { reloadWeights, vllmHealthy } from '../../infra/vllm';
+import { reloadWeights, vllmHealth, vllmHealthy } from '../../infra/vllm';
 
 export interface VllmControl {
   /** http://host:port, without /v1. */
@@ -17,6 +17,8 @@ export interface VllmControl {
   /** Sent as a bearer token on /v1 requests when the user's vLLM runs with --api-key. */
   readonly apiKey?: string;
   healthy(timeoutMs?: number): Promise<boolean>;
+  /** /health in three states; 'slow': no answer in time (busy, not down). Without it, healthy() decides. */
+  health?(timeoutMs?: number): Promise<'up' | 'down' | 'slow'>;
   reloadWeights(dir: string): Promise<void>;
   loadLora(name: string, dir: string, inPlace: boolean): Promise<void>;
 }
@@ -45,6 +47,7 @@ export function vllmControl(opts: {
     ...(opts.lora ? { lora: opts.lora } : {}),
     ...(opts.apiKey ? { apiKey: opts.apiKey } : {}),
     healthy: (timeoutMs) => vllmHealthy(baseUrl, timeoutMs),
+    health: (timeoutMs) => vllmHealth(baseUrl, timeoutMs),
     async reloadWeights(dir) {
       try {
         await reloadWeights(baseUrl, dir);

@@ -25,7 +25,10 @@ import {
   readSafetensorsHeader,
 } from '../../rollout/vllm/compat';
 import { downloadHfCheckpoint, readHfManifest, uploadHfCheckpoint } from '../../rollout/vllm/hf-checkpoint';
+import { startVllmFront } from '../../rollout/vllm/front';
 import { LeastLoadedRouter } from '../../rollout/vllm/router';
+import type { VllmControl } from '../../rollout/vllm/vllm-control';
+import { chatCompletion } from '../../vlm/chat-client';
 import { GateTimeoutError, ServingGate, type Served } from '../../rollout/vllm/serving-gate';
 import { keys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
@@ -238,11 +241,16 @@ describe('least-loaded routing over VLM fronts (env side)', () => {
   after(() => servers.forEach((s) => s.close()));
 
   /** A stand-in front whose /load reports `load()` (status and body). */
-  async function fakeFront(load: () => { status: number; body: object }): Promise<string> {
+  async function fakeFront(
+    load: () => { status: number; body: object },
+    delayMs: () => number = () => 0
+  ): Promise<string> {
     const srv = http.createServer((req, res) => {
-      const { status, body } = load();
-      res.writeHead(req.url === '/v1/load' ? status : 404, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(body));
+      void new Promise((r) => setTimeout(r, delayMs())).then(() => {
+        const { status, body } = load();
+        res.writeHead(req.url?.split('?')[0] === '/v1/load' ? status : 404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(body));
+      });
     });
     servers.push(srv);
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
@@ -303,5 +311,131 @@ describe('least-loaded routing over VLM fronts (env side)', () => {
     router.end(a);
     router.begin(b);
     assert.equal(await router.pick(), a);
+  });
+  it('keeps an endpoint whose /load is slow until several in a row time out; a refused one is out at once', async () => {
+    let delayMs = 0;
+    const slow = await fakeFront(
+      () => ({ status: 200, body: { inFlight: 0, healthy: true } }),
+      () => delayMs
+    );
+    const other = await fakeFront(() => ({ status: 200, body: { inFlight: 3, healthy: true } }));
+    let clock = 0;
+    const router = new LeastLoadedRouter({
+      baseUrls: [slow, other],
+      loadTtlMs: 1000,
+      loadTimeoutMs: 100,
+      penaltyMs: 10_000,
+      maxSlowLoads: 3,
+      now: () => clock,
+    });
+    assert.equal(await router.pick(), slow);
+    delayMs = 400; // past the 100 ms /load timeout
+    for (let i = 1; i <= 2; i++) {
+      clock += 1500;
+      await router.refreshNow();
+      assert.equal(router.isOut(slow), false, `${i} slow /load answer(s) in a row: still in rotation`);
+      assert.equal(await router.pick(), slow, 'its last report stands');
+    }
+    clock += 1500;
+    await router.refreshNow();
+    assert.ok(router.isOut(slow), 'the third slow answer in a row takes it out');
+    assert.equal(await router.pick(), other);
+  });
+
+  it("uses the front's count of other clients' requests, so its own finished requests never count", async () => {
+    // The front counted 4 in flight when it answered, 3 of them this client's (finished since): others = 1.
+    const a = await fakeFront(() => ({ status: 200, body: { inFlight: 4, inFlightOthers: 1, healthy: true } }));
+    const b = await fakeFront(() => ({ status: 200, body: { inFlight: 2, inFlightOthers: 2, healthy: true } }));
+    const seen: string[] = [];
+    const router = new LeastLoadedRouter({
+      baseUrls: [a, b],
+      fetchImpl: (input, init) => {
+        seen.push(String(input));
+        return fetch(input, init);
+      },
+    });
+    assert.equal(await router.pick(), a, '1 other request at a against 2 at b');
+    assert.ok(
+      seen.every((u) => u.endsWith(`/load?client=${router.clientId}`)),
+      seen.join(', ')
+    );
+  });
+});
+
+describe('VLM front (rollout/vllm/front.ts) with a loopback stand-in for vLLM', () => {
+  const answer = {
+    model: 'dartflow',
+    choices: [{ message: { content: 'click(1,2)' }, logprobs: { content: [{ token: 'token_id:12', logprob: -0.5 }] } }],
+  };
+
+  it("reports other clients' requests exactly and counts a late /health as busy, not down", async () => {
+    // The stand-in holds every chat request until released.
+    const held: Array<() => void> = [];
+    const upstream = http.createServer((req, res) => {
+      req.resume();
+      held.push(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(answer));
+      });
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+    // Each /health probe waits for the test to answer it.
+    type Health = 'up' | 'down' | 'slow';
+    let answerProbe: ((h: Health) => void) | undefined;
+    const control = {
+      baseUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+      healthy: () => Promise.resolve(true),
+      health: () => new Promise<Health>((r) => (answerProbe = r)),
+      reloadWeights: () => Promise.resolve(),
+      loadLora: () => Promise.resolve(),
+    } as unknown as VllmControl;
+    const gate = new ServingGate({ campaignId: 'c', version: 3, kind: 'full', model: 'dartflow', dir: '/x' });
+    const front = await startVllmFront({ serverId: 'f1', token: 'tok', gate, control, healthProbeEveryMs: 0 });
+    try {
+      const router = new LeastLoadedRouter({ baseUrls: [`${front.url}/v1`], apiKey: 'tok' });
+      const ask = () =>
+        chatCompletion(
+          { baseUrls: [`${front.url}/v1`], model: 'dartflow', apiKey: 'tok', maxRetries: 0, router },
+          { messages: [{ role: 'user', content: 'hi' }] as never, temperature: 0 }
+        );
+      const mine = [ask(), ask()];
+      const theirs = fetch(`${front.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer tok', 'x-dartflow-client': 'someone-else' },
+        body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      while (held.length < 3) await new Promise((r) => setTimeout(r, 5));
+      const report = await front.load(router.clientId);
+      assert.equal(report.inFlight, 3);
+      assert.equal(report.inFlightOthers, 1, "this client's two requests are left out");
+      assert.equal((await front.load()).inFlightOthers, 3, 'an anonymous asker sees them all');
+      held.splice(0).forEach((release) => release());
+      assert.equal((await Promise.all(mine))[0]!.version, 3);
+      assert.equal((await theirs).status, 200);
+      assert.equal((await front.load(router.clientId)).inFlight, 0);
+      const stats = front.stats();
+      assert.equal(stats.answered, 3);
+      assert.ok(stats.upstreamMs > 0 && stats.upstreamMs <= stats.frontMs, JSON.stringify(stats));
+
+      // A load() starts a probe when none is running (interval 0); the test answers it, then reads the
+      // state with the next load() (which starts the probe the next step answers).
+      const probe = async (h: Health) => {
+        while (!answerProbe) await front.load();
+        const answer = answerProbe;
+        answerProbe = undefined;
+        answer(h);
+        await new Promise((r) => setTimeout(r, 5));
+        return (await front.load()).healthy;
+      };
+      assert.equal(await probe('slow'), true, 'one late /health: busy');
+      assert.equal(await probe('slow'), true, 'two late in a row: busy');
+      assert.equal(await probe('slow'), false, 'three late in a row: down');
+      assert.equal(await probe('up'), true, 'answers again: up');
+      assert.equal(await probe('slow'), true, 'late once after that: busy');
+      assert.equal(await probe('down'), false, 'a refusal: down at once');
+    } finally {
+      await front.close();
+      upstream.close();
+    }
   });
 });
