@@ -10,7 +10,10 @@
  * - through dartflow's episode loop: an evaluation workflow (Temporal → env worker → Chromium → UI-TARS
  *   prompt → vLLM front → vLLM) of greedy held-out episodes on the env worker's --envs slots;
  * - the same vLLM servers driven directly (no front, no env, no Temporal) with exactly the prompts that
- *   loop sent (read back from MinIO), one client loop per vLLM batch slot, greedy, same token budget and bias.
+ *   loop sent (read back from MinIO), greedy, same token budget and bias: once with one client loop per
+ *   vLLM batch slot, once with as many client loops as the episode loop had env slots (its concurrency);
+ *   the headline ratio is against the faster of the two. vLLM's running/waiting gauges are sampled every
+ *   250 ms in each window (how full each engine's batch was).
  * Both sides get the same vLLM batch: each server runs with `--max-num-seqs` --seqs (requests over it wait
  * in vLLM's queue). The loop has more episodes in flight (--envs) than vLLM batch slots, as DART's rollout
  * service has more envs than inference slots, so a slot whose episode is stepping its env is taken by
@@ -46,6 +49,7 @@ import { keys } from '../storage/keys';
 import { ObjectStore } from '../storage/object-store';
 import { loadSuite } from '../tasks';
 import { PromptRecordSchema } from '../vlm/prompt-record';
+import type { FrontStats } from '../rollout/vllm/front';
 import { startVllmPolicyServer, type VllmPolicyServerHandle } from '../workers/vllm-policy-server';
 import type { EvaluateInput } from '../workflows/evaluate';
 import {
@@ -66,7 +70,11 @@ import {
   runLanes,
   trainerTiming,
   vllmCacheCounters,
+  vllmQueueGauges,
+  batchOccupancy,
   type VllmCacheCounters,
+  type VllmQueueSample,
+  type BatchOccupancy,
   type RolloutEvent,
   type ThroughputWindow,
 } from './lib/vlm-metrics';
@@ -226,6 +234,11 @@ async function reloadEvents(client: DartflowClient, campaignId: string): Promise
 interface RecordedTurn {
   messages: unknown[];
   tokens: number;
+  /** The policy server (vLLM front) that answered, as the step record names it. */
+  server: string | undefined;
+  /** The step's start and end (wall clock, ms): the loop's first request and last answer bound its busy span. */
+  startedAt: number;
+  endedAt: number;
 }
 
 /** Where the episode loop's time went (env activity timing, summed over its episodes), seconds. */
@@ -239,6 +252,44 @@ interface LoopBreakdown {
   envSeconds: number;
   /** The rest of an episode: screenshot uploads waited for, bookkeeping. */
   otherSeconds: number;
+}
+
+/** How the two windows fed vLLM: requests per server in the loop, batch occupancy per server, the loop's busy span. */
+interface LoopFeeding {
+  loopRequestsByServer: Record<string, number>;
+  /** Per server (in SERVER_IDS order): vLLM's running/waiting gauges sampled every 250 ms. */
+  loopOccupancy: Array<BatchOccupancy | null>;
+  /** The direct drive with one client per batch slot, then one per env slot. */
+  directOccupancy: Array<BatchOccupancy | null>;
+  directAtEnvSlotsOccupancy: Array<BatchOccupancy | null>;
+  /** The loop's first step start → last step end, and tokens/s in it (the workflow's start-up and tail left out). */
+  loopBusySeconds: number;
+  loopBusyTokensPerSecond: number;
+  /** Mean seconds per loop request: in act() on the env side, in the front, and in vLLM (the front's forward). */
+  loopSecondsPerRequest?: { act: number | null; front: number | null; vllm: number | null };
+}
+
+function loopFeeding(
+  turns: readonly RecordedTurn[],
+  servers: readonly VllmPolicyServerHandle[],
+  loopOccupancy: Array<BatchOccupancy | null>,
+  directOccupancy: Array<BatchOccupancy | null>,
+  directAtEnvSlotsOccupancy: Array<BatchOccupancy | null>
+): LoopFeeding {
+  const byServer: Record<string, number> = {};
+  for (const t of turns) byServer[t.server ?? '(unrecorded)'] = (byServer[t.server ?? '(unrecorded)'] ?? 0) + 1;
+  const first = Math.min(...turns.map((t) => t.startedAt));
+  const last = Math.max(...turns.map((t) => t.endedAt));
+  const busy = turns.length > 0 ? (last - first) / 1000 : 0;
+  const tokens = turns.reduce((a, t) => a + t.tokens, 0);
+  return {
+    loopRequestsByServer: byServer,
+    loopOccupancy: servers.map((_, i) => loopOccupancy[i] ?? null),
+    directOccupancy: servers.map((_, i) => directOccupancy[i] ?? null),
+    directAtEnvSlotsOccupancy: servers.map((_, i) => directAtEnvSlotsOccupancy[i] ?? null),
+    loopBusySeconds: Number(busy.toFixed(1)),
+    loopBusyTokensPerSecond: busy > 0 ? Number((tokens / busy).toFixed(1)) : 0,
+  };
 }
 
 /** The chat turns an episode loop sent (prompt records from MinIO), how many tokens each answer had, and its timing. */
@@ -264,7 +315,13 @@ async function recordedTurns(
     for (const s of await store.getJsonLines(m.stepsKey, StepRecordSchema, m.stepsSha256)) {
       if (!s.promptKey || !s.responseTokenIds) continue;
       const prompt = PromptRecordSchema.parse(JSON.parse((await store.getBytes(s.promptKey)).toString('utf8')));
-      turns.push({ messages: prompt.messages, tokens: s.responseTokenIds.length });
+      turns.push({
+        messages: prompt.messages,
+        tokens: s.responseTokenIds.length,
+        server: s.policyServer,
+        startedAt: s.startedAt,
+        endedAt: s.endedAt,
+      });
     }
   }
   return { turns, breakdown: b };
@@ -344,6 +401,34 @@ async function cacheCountersOf(baseUrls: string[]): Promise<VllmCacheCounters> {
     })
   );
   return vllmCacheCounters(texts);
+}
+
+/**
+ * Samples each vLLM server's running/waiting gauges every `everyMs` until stopped: how full each engine's
+ * batch was in a throughput window (the loop may leave batch slots empty while its episodes step their envs).
+ */
+function sampleQueues(baseUrls: string[], everyMs = 250): { stop(): VllmQueueSample[][] } {
+  const samples: VllmQueueSample[][] = baseUrls.map(() => []);
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    void Promise.all(
+      baseUrls.map(async (u, i) => {
+        const res = await fetch(`${u}/metrics`, { signal: AbortSignal.timeout(2000) });
+        const g = res.ok ? vllmQueueGauges(await res.text()) : null;
+        if (g) samples[i]!.push(g);
+      })
+    )
+      .catch(() => undefined)
+      .finally(() => (busy = false));
+  }, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      return samples;
+    },
+  };
 }
 
 /** One direct request, as dartflow's front sends it to vLLM (greedy, logprobs as token ids). */
@@ -475,6 +560,9 @@ export async function benchVlm(args: string[]): Promise<void> {
     // --- rollout tokens/s: dartflow's episode loop, then the same servers directly ---
     let throughput: ReturnType<typeof compareThroughput> | null = null;
     let loopBreakdown: LoopBreakdown | null = null;
+    let feeding: LoopFeeding | null = null;
+    let directByConcurrency: Array<{ concurrency: number; tokensPerSecond: number; seconds: number; ratio: number }> =
+      [];
     let cores: Record<string, ReturnType<typeof coresIn>> | null = null;
     if (!o.skipThroughput) {
       const tputId = `${campaignId}-throughput`;
@@ -504,6 +592,8 @@ export async function benchVlm(args: string[]): Promise<void> {
       await Promise.all(vllmUrls.map(resetVllmCaches));
       const loopCache = await cacheCountersOf(vllmUrls);
       const loopCpu = cpuNow(cpuGroups);
+      const loopQueues = sampleQueues(vllmUrls);
+      const frontsBefore = servers.map((sv) => sv.front.stats());
       const loopStart = Date.now();
       await client.temporal.workflow.execute('evaluateWorkflow', {
         taskQueue: TASK_QUEUES.orchestrator,
@@ -511,6 +601,8 @@ export async function benchVlm(args: string[]): Promise<void> {
         args: [input],
       });
       const loopSeconds = (Date.now() - loopStart) / 1000;
+      const loopOccupancy = loopQueues.stop().map((q) => batchOccupancy(q, o.seqs));
+      const frontsAfter = servers.map((sv) => sv.front.stats());
       const loopCores = coresIn(loopCpu, cpuNow(cpuGroups), loopSeconds);
       const loopCacheRates = cacheHitRates(loopCache, await cacheCountersOf(vllmUrls));
       const { turns, breakdown: loop } = await recordedTurns(store, `${tputId}.eval`);
@@ -523,38 +615,79 @@ export async function benchVlm(args: string[]): Promise<void> {
         envSlots: o.envs,
         ...loopCacheRates,
       };
-      await Promise.all(vllmUrls.map(resetVllmCaches));
-      const directCache = await cacheCountersOf(vllmUrls);
-      const directCpu = cpuNow(cpuGroups);
-      const directStart = Date.now();
-      // One client loop per vLLM batch slot: every server always has exactly --seqs requests to batch.
-      const lanes = servers.flatMap((sv) =>
-        Array.from(
-          { length: o.seqs },
-          () => (t: (typeof turns)[number]) =>
-            directChat(sv.control.baseUrl, 'dartflow', t.messages, { maxTokens: o.maxTokens, logitBias })
-        )
-      );
-      const tokens = await runLanes(turns, lanes);
-      const directSeconds = (Date.now() - directStart) / 1000;
-      const directCacheRates = cacheHitRates(directCache, await cacheCountersOf(vllmUrls));
-      const direct: ThroughputWindow = {
-        tokens: tokens.reduce((a, n) => a + n, 0),
-        requests: tokens.length,
-        seconds: directSeconds,
-        concurrency: lanes.length,
-        ...directCacheRates,
+      // The same prompts straight to vLLM, twice: one client loop per vLLM batch slot (every server always
+      // has exactly --seqs requests to batch), then as many loops as the episode loop had env slots (its
+      // concurrency). The headline ratio is against the faster of the two.
+      const driveDirect = async (lanesPerServer: number) => {
+        await Promise.all(vllmUrls.map(resetVllmCaches));
+        const cacheBefore = await cacheCountersOf(vllmUrls);
+        const cpuBefore = cpuNow(cpuGroups);
+        const queues = sampleQueues(vllmUrls);
+        const startedAt = Date.now();
+        const lanes = servers.flatMap((sv) =>
+          Array.from(
+            { length: lanesPerServer },
+            () => (t: (typeof turns)[number]) =>
+              directChat(sv.control.baseUrl, 'dartflow', t.messages, { maxTokens: o.maxTokens, logitBias })
+          )
+        );
+        const tokens = await runLanes(turns, lanes);
+        const seconds = (Date.now() - startedAt) / 1000;
+        const occupancy = queues.stop().map((q) => batchOccupancy(q, o.seqs));
+        const window: ThroughputWindow = {
+          tokens: tokens.reduce((a, n) => a + n, 0),
+          requests: tokens.length,
+          seconds,
+          concurrency: lanes.length,
+          ...cacheHitRates(cacheBefore, await cacheCountersOf(vllmUrls)),
+        };
+        return { window, occupancy, cores: coresIn(cpuBefore, cpuNow(cpuGroups), seconds) };
       };
-      throughput = compareThroughput(dartflow, direct);
-      cores = { dartflowLoop: loopCores, direct: coresIn(directCpu, cpuNow(cpuGroups), directSeconds) };
+      const atBatchSlots = await driveDirect(o.seqs);
+      const atEnvSlots = await driveDirect(Math.max(o.seqs, Math.ceil(o.envs / servers.length)));
+      const comparisons = [atBatchSlots, atEnvSlots].map((d) => compareThroughput(dartflow, d.window));
+      const best = comparisons[0]!.ratio <= comparisons[1]!.ratio ? 0 : 1;
+      throughput = comparisons[best]!;
+      directByConcurrency = comparisons.map((c) => ({
+        concurrency: c.direct.concurrency,
+        tokensPerSecond: Number(c.direct.tokensPerSecond.toFixed(1)),
+        seconds: Number(c.direct.seconds.toFixed(1)),
+        ratio: Number(c.ratio.toFixed(3)),
+      }));
+      const direct = throughput.direct;
+      cores = {
+        dartflowLoop: loopCores,
+        direct: [atBatchSlots, atEnvSlots][best]!.cores,
+        directAtBatchSlots: atBatchSlots.cores,
+        directAtEnvSlots: atEnvSlots.cores,
+      };
       log(`cores busy: ${JSON.stringify(cores)}`);
       log(
-        `vLLM cache hit rates (caches emptied before each window): loop ${JSON.stringify(loopCacheRates)}, direct ${JSON.stringify(directCacheRates)}`
+        `vLLM cache hit rates (caches emptied before each window): loop ${JSON.stringify(loopCacheRates)}, direct ${JSON.stringify([atBatchSlots, atEnvSlots].map((d) => ({ prefixHitRate: d.window.prefixHitRate, mmHitRate: d.window.mmHitRate })))}`
       );
       log(
-        `rollout tokens/s: dartflow loop ${throughput.dartflow.tokensPerSecond.toFixed(1)} (${dartflow.tokens} tokens, ${dartflow.requests} requests, ${dartflow.seconds.toFixed(1)} s), direct ${throughput.direct.tokensPerSecond.toFixed(1)} (${direct.tokens} tokens, ${direct.seconds.toFixed(1)} s): ${throughput.ratio.toFixed(2)}×`
+        `direct drive by concurrency: ${directByConcurrency.map((d) => `${d.concurrency} clients ${d.tokensPerSecond} tokens/s (loop ${d.ratio.toFixed(2)}×)`).join(', ')}`
+      );
+      log(
+        `rollout tokens/s: dartflow loop ${throughput.dartflow.tokensPerSecond.toFixed(1)} (${dartflow.tokens} tokens, ${dartflow.requests} requests, ${dartflow.seconds.toFixed(1)} s), direct ${direct.tokensPerSecond.toFixed(1)} (${direct.tokens} tokens, ${direct.seconds.toFixed(1)} s, ${direct.concurrency} clients, the faster drive): ${throughput.ratio.toFixed(2)}×`
       );
       log(`episode loop time (Σ over ${loop.episodes} episodes): ${JSON.stringify(loop)}`);
+      feeding = loopFeeding(turns, servers, loopOccupancy, atBatchSlots.occupancy, atEnvSlots.occupancy);
+      // Per request of the loop: the env side's act() (prompt, request, parse), the front (received → sent),
+      // and vLLM's part of it (forwarded → answered).
+      const answered = frontsAfter.reduce((a, f, i) => a + f.answered - frontsBefore[i]!.answered, 0);
+      const perRequest = (pick: (f: FrontStats) => number) =>
+        answered > 0
+          ? Number(
+              (frontsAfter.reduce((a, f, i) => a + pick(f) - pick(frontsBefore[i]!), 0) / answered / 1000).toFixed(3)
+            )
+          : null;
+      feeding.loopSecondsPerRequest = {
+        act: turns.length > 0 ? Number((loop.policySeconds / turns.length).toFixed(3)) : null,
+        front: perRequest((f) => f.frontMs),
+        vllm: perRequest((f) => f.upstreamMs),
+      };
+      log(`how vLLM was fed: ${JSON.stringify(feeding)}`);
     }
 
     // --- results ---
@@ -602,7 +735,9 @@ export async function benchVlm(args: string[]): Promise<void> {
       reloadLatencyMs: reloadByServer,
       reloads,
       throughput,
+      directByConcurrency,
       loopBreakdown,
+      feeding,
       cores,
     };
     fs.writeFileSync(path.join(dir, 'vlm.json'), JSON.stringify(out, null, 2));

@@ -235,3 +235,55 @@ export function cacheHitRates(
     mmHitRate: rate(after.mmHits - before.mmHits, after.mmQueries - before.mmQueries),
   };
 }
+
+/** vLLM's scheduler gauges at one moment, one server: requests in the running batch and waiting in its queue. */
+export interface VllmQueueSample {
+  running: number;
+  waiting: number;
+}
+
+/** The running/waiting gauges of one /metrics text (summed over label sets); null when vLLM exports neither. */
+export function vllmQueueGauges(text: string): VllmQueueSample | null {
+  const out: VllmQueueSample = { running: 0, waiting: 0 };
+  let seen = false;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    for (const [key, name] of [
+      ['running', 'vllm:num_requests_running'],
+      ['waiting', 'vllm:num_requests_waiting'],
+    ] as const) {
+      if (line.startsWith(name) && (line[name.length] === '{' || line[name.length] === ' ')) {
+        const v = Number(line.slice(line.lastIndexOf(' ') + 1));
+        if (Number.isFinite(v)) {
+          out[key] += v;
+          seen = true;
+        }
+      }
+    }
+  }
+  return seen ? out : null;
+}
+
+/** How full one server's batch was over a window of samples (`batchSlots`: its --max-num-seqs). */
+export interface BatchOccupancy {
+  samples: number;
+  meanRunning: number;
+  meanWaiting: number;
+  /** Share of samples with fewer requests running than batch slots (a batch slot unused). */
+  underfilled: number;
+  /** Share of samples with nothing running (the engine idle). */
+  idle: number;
+}
+
+export function batchOccupancy(samples: readonly VllmQueueSample[], batchSlots: number): BatchOccupancy | null {
+  if (samples.length === 0) return null;
+  const mean = (f: (s: VllmQueueSample) => number) =>
+    Number((samples.reduce((a, s) => a + f(s), 0) / samples.length).toFixed(3));
+  return {
+    samples: samples.length,
+    meanRunning: mean((s) => s.running),
+    meanWaiting: mean((s) => s.waiting),
+    underfilled: mean((s) => (s.running < batchSlots ? 1 : 0)),
+    idle: mean((s) => (s.running === 0 ? 1 : 0)),
+  };
+}

@@ -8,6 +8,8 @@ import {
   cacheHitRates,
   runLanes,
   vllmCacheCounters,
+  vllmQueueGauges,
+  batchOccupancy,
   runPool,
   trainerTiming,
   type RolloutEvent,
@@ -167,5 +169,27 @@ describe('VLM bench summaries (bench/lib/vlm-metrics.ts)', () => {
     assert.deepEqual(before, { prefixQueries: 400, prefixHits: 150, mmQueries: 20, mmHits: 8 });
     const after = vllmCacheCounters([text(200, 80), text(500, 170)]);
     assert.deepEqual(cacheHitRates(before, after), { prefixHitRate: 0.333, mmHitRate: null });
+  });
+  it("reads vLLM's running/waiting gauges and how full a server's batch was over a window", () => {
+    const text = [
+      '# HELP vllm:num_requests_running Number of requests in model execution batches.',
+      '# TYPE vllm:num_requests_running gauge',
+      'vllm:num_requests_running{engine="0",model_name="dartflow"} 2.0',
+      'vllm:num_requests_running_total{engine="0"} 99.0',
+      'vllm:num_requests_waiting{engine="0",model_name="dartflow"} 3.0',
+    ].join('\n');
+    assert.deepEqual(vllmQueueGauges(text), { running: 2, waiting: 3 });
+    assert.equal(vllmQueueGauges('# nothing here\nvllm:other 1'), null);
+    const occ = batchOccupancy(
+      [
+        { running: 2, waiting: 1 },
+        { running: 1, waiting: 0 },
+        { running: 0, waiting: 0 },
+        { running: 2, waiting: 3 },
+      ],
+      2
+    );
+    assert.deepEqual(occ, { samples: 4, meanRunning: 1.25, meanWaiting: 1, underfilled: 0.5, idle: 0.25 });
+    assert.equal(batchOccupancy([], 2), null);
   });
 });
