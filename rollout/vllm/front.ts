@@ -140,6 +140,7 @@ export async function startVllmFront(o: VllmFrontOptions): Promise<VllmFront> {
           if (state !== 'slow') healthy = state === 'up';
           else if (slowProbes >= 3) healthy = false;
         })
+        .catch(() => undefined) // a probe that throws says nothing new; the next one asks again
         .finally(() => {
           probing = undefined;
         });
@@ -226,7 +227,9 @@ export async function startVllmFront(o: VllmFrontOptions): Promise<VllmFront> {
         res.removeListener('close', onClose);
       }
       const answeredAt = performance.now();
+      // vLLM answered: up, and earlier late probes no longer count towards "down".
       healthy = true;
+      slowProbes = 0;
       if (!upstream.ok) {
         if (upstream.status >= 500)
           throw new FrontError(502, 'upstream_error', `vLLM answered HTTP ${upstream.status}: ${text.slice(0, 500)}`);

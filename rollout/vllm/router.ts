@@ -93,6 +93,8 @@ export class LeastLoadedRouter implements EndpointRouter {
         });
         const body = (await res.json().catch(() => undefined)) as
           { inFlight?: unknown; inFlightOthers?: unknown; healthy?: unknown } | undefined;
+        // The timeout fired while the body was read: as slow as no answer at all.
+        if (timeout.aborted) throw new Error('timed out reading the answer');
         s.slowLoads = 0;
         // 4xx: a server without the dartflow front (plain vLLM, another API): no report, not a failure.
         if (res.status >= 400 && res.status < 500) s.others = undefined;
@@ -104,7 +106,11 @@ export class LeastLoadedRouter implements EndpointRouter {
         // Slow is not dead: on a busy machine a /load can miss its timeout while the server serves on.
         // The last report stands until several in a row time out; a refused connection is a failure now.
         if (timeout.aborted && ++s.slowLoads < (this.o.maxSlowLoads ?? 3)) return;
-        this.markFailed(url, `/load failed: ${err instanceof Error ? err.message : String(err)}`);
+        const why = timeout.aborted
+          ? `/load timed out ${s.slowLoads} times in a row (${this.o.loadTimeoutMs ?? 1000} ms each)`
+          : `/load failed: ${err instanceof Error ? err.message : String(err)}`;
+        s.slowLoads = 0; // after the penalty the endpoint starts with a clean slate
+        this.markFailed(url, why);
       } finally {
         s.reportedAt = this.now();
         s.probing = undefined;

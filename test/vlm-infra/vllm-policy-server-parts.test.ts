@@ -319,17 +319,19 @@ describe('least-loaded routing over VLM fronts (env side)', () => {
       () => delayMs
     );
     const other = await fakeFront(() => ({ status: 200, body: { inFlight: 3, healthy: true } }));
+    const refusing = `http://127.0.0.1:${await freePort()}/v1`; // nothing listens: connection refused
     let clock = 0;
     const router = new LeastLoadedRouter({
-      baseUrls: [slow, other],
+      baseUrls: [slow, other, refusing],
       loadTtlMs: 1000,
-      loadTimeoutMs: 100,
+      loadTimeoutMs: 500,
       penaltyMs: 10_000,
       maxSlowLoads: 3,
       now: () => clock,
     });
     assert.equal(await router.pick(), slow);
-    delayMs = 400; // past the 100 ms /load timeout
+    assert.ok(router.isOut(refusing), 'a refused /load takes the endpoint out at once');
+    delayMs = 2000; // well past the 500 ms /load timeout
     for (let i = 1; i <= 2; i++) {
       clock += 1500;
       await router.refreshNow();
@@ -340,6 +342,10 @@ describe('least-loaded routing over VLM fronts (env side)', () => {
     await router.refreshNow();
     assert.ok(router.isOut(slow), 'the third slow answer in a row takes it out');
     assert.equal(await router.pick(), other);
+    // After the penalty it starts afresh: one slow answer does not take it out again.
+    clock += 10_001;
+    await router.refreshNow();
+    assert.equal(router.isOut(slow), false, 'one slow answer after the penalty: still in rotation');
   });
 
   it("uses the front's count of other clients' requests, so its own finished requests never count", async () => {
@@ -361,6 +367,15 @@ describe('least-loaded routing over VLM fronts (env side)', () => {
     );
   });
 });
+
+/** Polls `ok` (yielding to timers between tries) until it holds; fails after `ms` instead of hanging. */
+async function waitUntil(what: string, ok: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
 describe('VLM front (rollout/vllm/front.ts) with a loopback stand-in for vLLM', () => {
   const answer = {
@@ -404,7 +419,7 @@ describe('VLM front (rollout/vllm/front.ts) with a loopback stand-in for vLLM', 
         headers: { authorization: 'Bearer tok', 'x-dartflow-client': 'someone-else' },
         body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
       });
-      while (held.length < 3) await new Promise((r) => setTimeout(r, 5));
+      await waitUntil('three requests held by the stand-in', () => held.length >= 3);
       const report = await front.load(router.clientId);
       assert.equal(report.inFlight, 3);
       assert.equal(report.inFlightOthers, 1, "this client's two requests are left out");
@@ -420,10 +435,13 @@ describe('VLM front (rollout/vllm/front.ts) with a loopback stand-in for vLLM', 
       // A load() starts a probe when none is running (interval 0); the test answers it, then reads the
       // state with the next load() (which starts the probe the next step answers).
       const probe = async (h: Health) => {
-        while (!answerProbe) await front.load();
+        await waitUntil('a /health probe', async () => {
+          await front.load();
+          return answerProbe !== undefined;
+        });
         const answer = answerProbe;
         answerProbe = undefined;
-        answer(h);
+        answer!(h);
         await new Promise((r) => setTimeout(r, 5));
         return (await front.load()).healthy;
       };
@@ -432,6 +450,17 @@ describe('VLM front (rollout/vllm/front.ts) with a loopback stand-in for vLLM', 
       assert.equal(await probe('slow'), false, 'three late in a row: down');
       assert.equal(await probe('up'), true, 'answers again: up');
       assert.equal(await probe('slow'), true, 'late once after that: busy');
+      assert.equal(await probe('slow'), true, 'late twice in a row: busy');
+      // vLLM answers a chat request in between: the late probes before it no longer count.
+      const answeredChat = fetch(`${front.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer tok' },
+        body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      await waitUntil('the chat request held by the stand-in', () => held.length >= 1);
+      held.splice(0).forEach((release) => release());
+      assert.equal((await answeredChat).status, 200);
+      assert.equal(await probe('slow'), true, 'late once after an answered request: busy, not the third in a row');
       assert.equal(await probe('down'), false, 'a refusal: down at once');
     } finally {
       await front.close();
