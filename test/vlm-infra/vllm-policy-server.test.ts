@@ -212,7 +212,15 @@ describe('VLM policy server: vLLM behind a dartflow front and worker', { skip: S
     assert.equal(load.status, 200);
     assert.deepEqual(
       { ...((await load.json()) as object), serverId: undefined },
-      { serverId: undefined, inFlight: 0, holding: false, version: 0, campaignId: CAMPAIGN, healthy: true }
+      {
+        serverId: undefined,
+        inFlight: 0,
+        inFlightOthers: 0,
+        holding: false,
+        version: 0,
+        campaignId: CAMPAIGN,
+        healthy: true,
+      }
     );
   });
 
