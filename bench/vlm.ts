@@ -254,7 +254,7 @@ interface LoopBreakdown {
   otherSeconds: number;
 }
 
-/** How the two windows fed vLLM: requests per server in the loop, batch occupancy per server, the loop's busy span. */
+/** How the windows fed vLLM: requests per server in the loop, batch occupancy per server, the loop's busy span. */
 interface LoopFeeding {
   loopRequestsByServer: Record<string, number>;
   /** Per server (in SERVER_IDS order): vLLM's running/waiting gauges sampled every 250 ms. */
@@ -266,29 +266,38 @@ interface LoopFeeding {
   loopBusySeconds: number;
   loopBusyTokensPerSecond: number;
   /** Mean seconds per loop request: in act() on the env side, in the front, and in vLLM (the front's forward). */
-  loopSecondsPerRequest?: { act: number | null; front: number | null; vllm: number | null };
+  loopSecondsPerRequest: { act: number | null; front: number | null; vllm: number | null };
 }
 
 function loopFeeding(
   turns: readonly RecordedTurn[],
-  servers: readonly VllmPolicyServerHandle[],
-  loopOccupancy: Array<BatchOccupancy | null>,
-  directOccupancy: Array<BatchOccupancy | null>,
-  directAtEnvSlotsOccupancy: Array<BatchOccupancy | null>
+  loop: LoopBreakdown,
+  /** The fronts' stats over the loop window, summed over servers. */
+  fronts: FrontStats,
+  occupancy: Pick<LoopFeeding, 'loopOccupancy' | 'directOccupancy' | 'directAtEnvSlotsOccupancy'>
 ): LoopFeeding {
   const byServer: Record<string, number> = {};
-  for (const t of turns) byServer[t.server ?? '(unrecorded)'] = (byServer[t.server ?? '(unrecorded)'] ?? 0) + 1;
-  const first = Math.min(...turns.map((t) => t.startedAt));
-  const last = Math.max(...turns.map((t) => t.endedAt));
-  const busy = turns.length > 0 ? (last - first) / 1000 : 0;
+  for (const t of turns) {
+    const server = t.server ?? '(unrecorded)';
+    byServer[server] = (byServer[server] ?? 0) + 1;
+  }
+  const busy =
+    turns.length > 0
+      ? (Math.max(...turns.map((t) => t.endedAt)) - Math.min(...turns.map((t) => t.startedAt))) / 1000
+      : 0;
   const tokens = turns.reduce((a, t) => a + t.tokens, 0);
+  const perRequest = (seconds: number, requests: number) =>
+    requests > 0 ? Number((seconds / requests).toFixed(3)) : null;
   return {
     loopRequestsByServer: byServer,
-    loopOccupancy: servers.map((_, i) => loopOccupancy[i] ?? null),
-    directOccupancy: servers.map((_, i) => directOccupancy[i] ?? null),
-    directAtEnvSlotsOccupancy: servers.map((_, i) => directAtEnvSlotsOccupancy[i] ?? null),
+    ...occupancy,
     loopBusySeconds: Number(busy.toFixed(1)),
     loopBusyTokensPerSecond: busy > 0 ? Number((tokens / busy).toFixed(1)) : 0,
+    loopSecondsPerRequest: {
+      act: perRequest(loop.policySeconds, turns.length),
+      front: perRequest(fronts.frontMs / 1000, fronts.answered),
+      vllm: perRequest(fronts.upstreamMs / 1000, fronts.answered),
+    },
   };
 }
 
@@ -675,21 +684,18 @@ export async function benchVlm(args: string[]): Promise<void> {
         `rollout tokens/s: dartflow loop ${throughput.dartflow.tokensPerSecond.toFixed(1)} (${dartflow.tokens} tokens, ${dartflow.requests} requests, ${dartflow.seconds.toFixed(1)} s), direct ${direct.tokensPerSecond.toFixed(1)} (${direct.tokens} tokens, ${direct.seconds.toFixed(1)} s, ${direct.concurrency} clients, the faster drive): ${throughput.ratio.toFixed(2)}×`
       );
       log(`episode loop time (Σ over ${loop.episodes} episodes): ${JSON.stringify(loop)}`);
-      feeding = loopFeeding(turns, servers, loopOccupancy, atBatchSlots.occupancy, atEnvSlots.occupancy);
-      // Per request of the loop: the env side's act() (prompt, request, parse), the front (received → sent),
-      // and vLLM's part of it (forwarded → answered).
-      const answered = frontsAfter.reduce((a, f, i) => a + f.answered - frontsBefore[i]!.answered, 0);
-      const perRequest = (pick: (f: FrontStats) => number) =>
-        answered > 0
-          ? Number(
-              (frontsAfter.reduce((a, f, i) => a + pick(f) - pick(frontsBefore[i]!), 0) / answered / 1000).toFixed(3)
-            )
-          : null;
-      feeding.loopSecondsPerRequest = {
-        act: turns.length > 0 ? Number((loop.policySeconds / turns.length).toFixed(3)) : null,
-        front: perRequest((f) => f.frontMs),
-        vllm: perRequest((f) => f.upstreamMs),
-      };
+      // The fronts' answered requests and their time in the front and in vLLM over the loop window.
+      const fronts: FrontStats = { answered: 0, frontMs: 0, upstreamMs: 0 };
+      frontsAfter.forEach((f, i) => {
+        fronts.answered += f.answered - frontsBefore[i]!.answered;
+        fronts.frontMs += f.frontMs - frontsBefore[i]!.frontMs;
+        fronts.upstreamMs += f.upstreamMs - frontsBefore[i]!.upstreamMs;
+      });
+      feeding = loopFeeding(turns, loop, fronts, {
+        loopOccupancy,
+        directOccupancy: atBatchSlots.occupancy,
+        directAtEnvSlotsOccupancy: atEnvSlots.occupancy,
+      });
       log(`how vLLM was fed: ${JSON.stringify(feeding)}`);
     }
 

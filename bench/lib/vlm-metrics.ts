@@ -207,21 +207,37 @@ const CACHE_COUNTERS: Record<keyof VllmCacheCounters, string> = {
   mmHits: 'vllm:mm_cache_hits_total',
 };
 
-/** Sums each cache counter over every sample line (any labels) of one or more /metrics texts. */
-export function vllmCacheCounters(texts: readonly string[]): VllmCacheCounters {
-  const out: VllmCacheCounters = { prefixQueries: 0, prefixHits: 0, mmQueries: 0, mmHits: 0 };
+/**
+ * Sums each named metric over every sample line (any labels) of one or more Prometheus texts; `seen` says
+ * whether any of them was exported at all.
+ */
+function sumMetrics<K extends string>(
+  texts: readonly string[],
+  names: Record<K, string>
+): { sums: Record<K, number>; seen: boolean } {
+  const entries = Object.entries(names) as Array<[K, string]>;
+  const sums = Object.fromEntries(entries.map(([k]) => [k, 0])) as Record<K, number>;
+  let seen = false;
   for (const text of texts) {
     for (const line of text.split('\n')) {
       if (line.startsWith('#')) continue;
-      for (const [key, name] of Object.entries(CACHE_COUNTERS) as Array<[keyof VllmCacheCounters, string]>) {
+      for (const [key, name] of entries) {
         if (line.startsWith(name) && (line[name.length] === '{' || line[name.length] === ' ')) {
           const v = Number(line.slice(line.lastIndexOf(' ') + 1));
-          if (Number.isFinite(v)) out[key] += v;
+          if (Number.isFinite(v)) {
+            sums[key] += v;
+            seen = true;
+          }
         }
       }
     }
   }
-  return out;
+  return { sums, seen };
+}
+
+/** Sums each cache counter over every sample line (any labels) of one or more /metrics texts. */
+export function vllmCacheCounters(texts: readonly string[]): VllmCacheCounters {
+  return sumMetrics(texts, CACHE_COUNTERS).sums;
 }
 
 /** Hit rates in a window (null: no queries in it): the prefix (KV) cache and the multimodal processor cache. */
@@ -242,26 +258,15 @@ export interface VllmQueueSample {
   waiting: number;
 }
 
+const QUEUE_GAUGES: Record<keyof VllmQueueSample, string> = {
+  running: 'vllm:num_requests_running',
+  waiting: 'vllm:num_requests_waiting',
+};
+
 /** The running/waiting gauges of one /metrics text (summed over label sets); null when vLLM exports neither. */
 export function vllmQueueGauges(text: string): VllmQueueSample | null {
-  const out: VllmQueueSample = { running: 0, waiting: 0 };
-  let seen = false;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#')) continue;
-    for (const [key, name] of [
-      ['running', 'vllm:num_requests_running'],
-      ['waiting', 'vllm:num_requests_waiting'],
-    ] as const) {
-      if (line.startsWith(name) && (line[name.length] === '{' || line[name.length] === ' ')) {
-        const v = Number(line.slice(line.lastIndexOf(' ') + 1));
-        if (Number.isFinite(v)) {
-          out[key] += v;
-          seen = true;
-        }
-      }
-    }
-  }
-  return seen ? out : null;
+  const { sums, seen } = sumMetrics([text], QUEUE_GAUGES);
+  return seen ? sums : null;
 }
 
 /** How full one server's batch was over a window of samples (`batchSlots`: its --max-num-seqs). */

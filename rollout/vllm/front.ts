@@ -131,10 +131,8 @@ export async function startVllmFront(o: VllmFrontOptions): Promise<VllmFront> {
   function probe(): boolean {
     if (!probing && Date.now() - probedAt > (o.healthProbeEveryMs ?? 2000)) {
       probedAt = Date.now();
-      const check = control.health
-        ? control.health(1500)
-        : control.healthy(1500).then((up) => (up ? ('up' as const) : ('down' as const)));
-      probing = check
+      probing = control
+        .health(1500)
         .then((state) => {
           slowProbes = state === 'slow' ? slowProbes + 1 : 0;
           if (state !== 'slow') healthy = state === 'up';

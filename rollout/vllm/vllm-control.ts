@@ -17,8 +17,8 @@ export interface VllmControl {
   /** Sent as a bearer token on /v1 requests when the user's vLLM runs with --api-key. */
   readonly apiKey?: string;
   healthy(timeoutMs?: number): Promise<boolean>;
-  /** /health in three states; 'slow': no answer in time (busy, not down). Without it, healthy() decides. */
-  health?(timeoutMs?: number): Promise<'up' | 'down' | 'slow'>;
+  /** /health in three states; 'slow': no answer in time (busy, not down). */
+  health(timeoutMs?: number): Promise<'up' | 'down' | 'slow'>;
   reloadWeights(dir: string): Promise<void>;
   loadLora(name: string, dir: string, inPlace: boolean): Promise<void>;
 }

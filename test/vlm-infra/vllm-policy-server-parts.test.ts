@@ -34,6 +34,7 @@ import { keys } from '../../storage/keys';
 import type { ObjectStore } from '../../storage/object-store';
 import { versionFromModelName } from '../../vlm/uitars-policy';
 import { freePort, freshBucket } from '../helpers/infra';
+import { waitFor } from '../helpers/wait';
 
 /** A safetensors file with F32 tensors of the given shapes (zeros). */
 function writeSafetensors(file: string, tensors: Record<string, number[]>, dtype = 'F32'): void {
@@ -368,15 +369,6 @@ describe('least-loaded routing over VLM fronts (env side)', () => {
   });
 });
 
-/** Polls `ok` (yielding to timers between tries) until it holds; fails after `ms` instead of hanging. */
-async function waitUntil(what: string, ok: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 describe('VLM front (rollout/vllm/front.ts) with a loopback stand-in for vLLM', () => {
   const answer = {
     model: 'dartflow',
@@ -419,7 +411,7 @@ describe('VLM front (rollout/vllm/front.ts) with a loopback stand-in for vLLM', 
         headers: { authorization: 'Bearer tok', 'x-dartflow-client': 'someone-else' },
         body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
       });
-      await waitUntil('three requests held by the stand-in', () => held.length >= 3);
+      await waitFor('three requests held by the stand-in', async () => held.length >= 3, 10_000, 5);
       const report = await front.load(router.clientId);
       assert.equal(report.inFlight, 3);
       assert.equal(report.inFlightOthers, 1, "this client's two requests are left out");
@@ -435,10 +427,15 @@ describe('VLM front (rollout/vllm/front.ts) with a loopback stand-in for vLLM', 
       // A load() starts a probe when none is running (interval 0); the test answers it, then reads the
       // state with the next load() (which starts the probe the next step answers).
       const probe = async (h: Health) => {
-        await waitUntil('a /health probe', async () => {
-          await front.load();
-          return answerProbe !== undefined;
-        });
+        await waitFor(
+          'a /health probe',
+          async () => {
+            await front.load();
+            return answerProbe !== undefined;
+          },
+          10_000,
+          5
+        );
         const answer = answerProbe;
         answerProbe = undefined;
         answer!(h);
@@ -457,7 +454,7 @@ describe('VLM front (rollout/vllm/front.ts) with a loopback stand-in for vLLM', 
         headers: { authorization: 'Bearer tok' },
         body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
       });
-      await waitUntil('the chat request held by the stand-in', () => held.length >= 1);
+      await waitFor('the chat request held by the stand-in', async () => held.length >= 1, 10_000, 5);
       held.splice(0).forEach((release) => release());
       assert.equal((await answeredChat).status, 200);
       assert.equal(await probe('slow'), true, 'late once after an answered request: busy, not the third in a row');
