@@ -210,6 +210,16 @@ export const TrainerSchema = z
       .describe(
         'Adam moments: carried from the parent checkpoint (none), fresh at the first RL step from the reference (rl-start: not carried over from behaviour cloning), or fresh every step.'
       ),
+    demoAnchorCoef: z
+      .number()
+      .nonnegative()
+      .default(0)
+      .describe(
+        "Weight of a behaviour-cloning term in every RL minibatch: coef × mean −log π(a_demo|s) over demoAnchorSamples steps of the demonstrations the KL reference was cloned from (PPO-ptx; not in DART's loss: 0). Holds families whose groups all succeed, which otherwise get no gradient and drift with the shared weights. Needs a behaviour-cloning start (policy.bcWarmStartEpisodes > 0); embedded trainer only."
+      ),
+    demoAnchorSamples: posInt
+      .default(32)
+      .describe('Demonstration steps drawn for the anchor term of each minibatch (trainer.demoAnchorCoef > 0).'),
     simulatedStepSeconds: z
       .number()
       .nonnegative()
@@ -393,6 +403,22 @@ export const CampaignConfigSchema = z
         path: ['trainer', 'targetKl'],
         message:
           'applies only to the embedded trainer (it stops later minibatch updates; the VLM trainer makes one update per step): set trainer.targetKl: null and anchor with trainer.klBeta',
+      });
+    }
+    if (cfg.policy.kind === 'vlm' && cfg.trainer.demoAnchorCoef > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['trainer', 'demoAnchorCoef'],
+        message:
+          'applies only to the embedded trainer (the VLM trainer has no demonstration anchor): set trainer.demoAnchorCoef: 0 and anchor with trainer.klBeta',
+      });
+    }
+    if (cfg.policy.kind !== 'vlm' && cfg.trainer.demoAnchorCoef > 0 && cfg.policy.bcWarmStartEpisodes === 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['trainer', 'demoAnchorCoef'],
+        message:
+          'anchors RL to the behaviour-cloning demonstrations, and this campaign has none: set policy.bcWarmStartEpisodes > 0 or trainer.demoAnchorCoef: 0',
       });
     }
     if (cfg.env.kind === 'remote' && !cfg.env.remoteEndpoint) {

@@ -22,6 +22,7 @@ import {
   type Prng,
 } from '../../algorithms';
 import { packBatch, type ObservationRow, type PolicyTrainSession, type TrainBatch } from '../../policy/session';
+import { drawAnchorRows } from './demo-anchor';
 import { numActions, type PolicySpec } from '../../policy/spec';
 import type { CampaignConfig } from '../../schemas/config';
 
@@ -46,7 +47,12 @@ export interface GrpoUpdateArgs {
   trainer: CampaignConfig['trainer'];
   /** Weights of the KL reference; the KL term is used only when given (and useKl, klBeta > 0). */
   referenceWeights?: Record<string, Float32Array>;
-  /** Minibatch order. */
+  /**
+   * Demonstration steps of the behaviour-cloning start (trainer.demoAnchorCoef > 0, demo-anchor.ts): each
+   * minibatch adds demoAnchorSamples of them with the gradient of coef × mean −log π(a_demo|s).
+   */
+  anchor?: ReadonlyArray<ObservationRow & { action: number }>;
+  /** Minibatch order (and the anchor rows drawn for each minibatch). */
   rng: Prng;
   heartbeat?: (details: Record<string, unknown>) => void;
 }
@@ -124,6 +130,9 @@ export async function grpoUpdate(args: GrpoUpdateArgs): Promise<GrpoUpdateResult
   let updates = 0;
   let approxKl = 0;
   let stoppedEarly = 0;
+  const anchorOn = cfg.demoAnchorCoef > 0 && (args.anchor?.length ?? 0) > 0;
+  let anchorNllSum = 0;
+  let anchorUpdates = 0;
   outer: for (let epoch = 0; epoch < cfg.epochs; epoch++) {
     const order = shuffled(
       samples.map((_, i) => i),
@@ -159,13 +168,22 @@ export async function grpoUpdate(args: GrpoUpdateArgs): Promise<GrpoUpdateResult
         { ...cfg, useKl },
         { selectionMask: mbSelection, normalizer: selectedHere }
       );
+      // The anchor rows ride in the same backward pass: ∂/∂logp of coef × mean(−log π) is −coef/k each.
+      const anchorRows = anchorOn
+        ? drawAnchorRows(args.anchor!.length, cfg.demoAnchorSamples, (k) => rng.nextInt(k)).map((i) => args.anchor![i]!)
+        : [];
+      const k = anchorRows.length;
       const batch: TrainBatch = {
-        ...packBatch(spec, rows),
-        actions: rows.map((r) => r.action),
-        g: Float32Array.from(loss.gradLogp),
-        entCoef: Float32Array.from(loss.gradEntropy),
+        ...packBatch(spec, [...rows, ...anchorRows]),
+        actions: [...rows.map((r) => r.action), ...anchorRows.map((r) => r.action)],
+        g: Float32Array.from([...loss.gradLogp, ...new Array<number>(k).fill(-cfg.demoAnchorCoef / Math.max(1, k))]),
+        entCoef: Float32Array.from([...loss.gradEntropy, ...new Array<number>(k).fill(0)]),
       };
-      const { grads } = await session.gradients(weights, batch);
+      const { grads, logpAction } = await session.gradients(weights, batch);
+      if (k > 0) {
+        anchorNllSum -= logpAction.slice(rows.length).reduce((a, b) => a + b, 0) / k;
+        anchorUpdates++;
+      }
       const step = adamStep(weights, grads, optimizer, {
         learningRate,
         beta1: cfg.adamBeta1,
@@ -192,6 +210,7 @@ export async function grpoUpdate(args: GrpoUpdateArgs): Promise<GrpoUpdateResult
     approxKl,
     stoppedEarly,
     updateNorm: weightDistance(weights, before),
+    ...(anchorOn ? { anchorNll: anchorNllSum / Math.max(1, anchorUpdates) } : {}),
   };
   return { old, advantages, selection, metrics };
 }

@@ -32,7 +32,8 @@ import type { ObjectStore } from '../../storage/object-store';
 import { CheckpointMismatchError, loadCheckpoint, type LoadedCheckpoint } from './checkpoints';
 import { commitTrainStep, committedOrChainReadable } from './commit';
 import { grpoUpdate } from './grpo-update';
-import { loadTrainSamples, type SkippedGroup } from './samples';
+import { DemoAnchorUnavailableError, loadDemoAnchor } from './demo-anchor';
+import { loadTrainSamples, type SkippedGroup, type StepSample } from './samples';
 import { isAllowedVersion, stalenessOf } from './staleness';
 import type { TrainStepInput, TrainStepResult } from './types';
 
@@ -188,6 +189,23 @@ async function holdUntil(startedAt: number, minMs: number, heartbeat: (d: unknow
   return waited;
 }
 
+/** The demonstration anchor's rows; a campaign without a cloning start is refused (non-retryable, fix named). */
+async function demoAnchorOf(
+  store: ObjectStore,
+  spec: PolicySpec,
+  at: { campaignId: string; referenceVersion: number; trainStep: number },
+  heartbeat: (d: Record<string, unknown>) => void
+): Promise<StepSample[]> {
+  try {
+    return await loadDemoAnchor(store, spec, at.campaignId, at.referenceVersion, (p) =>
+      heartbeat({ phase: 'loading-anchor', trainStep: at.trainStep, ...p })
+    );
+  } catch (err) {
+    if (err instanceof DemoAnchorUnavailableError) invalid(err.message);
+    throw err;
+  }
+}
+
 /** A per-sample record value rounded to 6 significant digits (compact JSON, same bytes on every run). */
 const compact = (x: number): number => Number(x.toPrecision(6));
 
@@ -212,6 +230,7 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
     const loaded = await loadTrainSamples(store, spec, input.groups, {
       onProgress: (p) => heartbeat({ phase: 'loading', trainStep: input.trainStep, ...p }),
     });
+    const anchor = input.trainer.demoAnchorCoef > 0 ? await demoAnchorOf(store, spec, input, heartbeat) : undefined;
     refuseIfAllSkipped(input.trainStep, input.groups.length, loaded.skippedGroups);
     // Staleness bound per step sample (DART §3.4): pooled successes are exempt, as in DART's pool lookup.
     // Along the campaign's lineage when it sends one: data of abandoned versions never trains this line.
@@ -239,6 +258,7 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
       samples,
       trainer: cfg,
       ...(reference ? { referenceWeights: reference.weights } : {}),
+      ...(anchor ? { anchor } : {}),
       rng: createPrng(hashSeed(`${input.campaignId}/${input.trainStep}`)),
       heartbeat: (d) => heartbeat({ ...d, trainStep: input.trainStep }),
     });

@@ -333,6 +333,14 @@ def _train_step(deps: TrainerDeps, raw: Any) -> dict[str, Any]:
             "optimiser step per train step, so there are no further minibatch updates to stop early: set "
             "trainer.targetKl=null (anchor the policy with trainer.klBeta instead)"
         )
+    if cfg_raw.get("demoAnchorCoef", 0) > 0:
+        # The demonstration anchor (activities/trainer/demo-anchor.ts) exists only in the embedded trainer;
+        # the config refuses it for policy.kind vlm, this guards an input built by hand.
+        raise InvalidTrainInput(
+            f"invalid trainStep input: trainer.demoAnchorCoef is {cfg_raw['demoAnchorCoef']}; the VLM "
+            "trainer has no demonstration anchor: set trainer.demoAnchorCoef=0 (anchor the policy with "
+            "trainer.klBeta)"
+        )
     config = TrainConfig.from_trainer(cfg_raw)
     deps.work_dir.mkdir(parents=True, exist_ok=True)
     processor = models.load_processor(deps.setup)

@@ -250,6 +250,8 @@ def test_bad_inputs_are_typed_refusals_naming_the_problem(
         run_train_step(d, {**step_input(campaign, groups), "trainer": {**TRAINER, "epochs": 2}})
     with pytest.raises(InvalidTrainInput, match=r"trainer\.targetKl is 0\.05; .*set trainer\.targetKl=null"):
         run_train_step(d, {**step_input(campaign, groups), "trainer": {**TRAINER, "targetKl": 0.05}})
+    with pytest.raises(InvalidTrainInput, match=r"demoAnchorCoef is 0\.5; .*set trainer\.demoAnchorCoef=0"):
+        run_train_step(d, {**step_input(campaign, groups), "trainer": {**TRAINER, "demoAnchorCoef": 0.5}})
     with pytest.raises(CheckpointUnavailableError, match=r"current checkpoint v4 .* is missing"):
         run_train_step(d, step_input(campaign, groups, head=4))
 
