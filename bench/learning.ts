@@ -4,7 +4,8 @@
  * Chromium envs, the policy engine, trainStep on MinIO). Writes docs/bench/learning.json and PNG charts
  * (success vs episodes and vs wall time). Run: npm run bench -- learning [--quick]
  * `--ab` runs the issue-14 policy A/B instead (bench/lib/policy-ab.ts → learning-ab.json); `--sweep` the
- * issue-14 trainer sweep (bench/lib/learning-sweep.ts → learning-sweep.json and .md).
+ * issue-14 trainer sweep (bench/lib/learning-sweep.ts → learning-sweep.json and .md); `--bc-scale` behaviour
+ * cloning alone on a suite by demos × epochs (bench/lib/bc-scale.ts → learning-bc-scale.json and .png).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -17,6 +18,7 @@ import { learningCharts } from './charts';
 import { runLocalRl, type LocalRlResult } from './lib/local-rl';
 import { benchOutDir, shownPath } from './lib/output';
 import { benchLearningSweep } from './lib/learning-sweep';
+import { benchBcScale } from './lib/bc-scale';
 import { benchPolicyAb } from './lib/policy-ab';
 
 interface Run {
@@ -29,6 +31,7 @@ interface Run {
 export async function benchLearning(args: string[]): Promise<void> {
   if (args.includes('--ab')) return benchPolicyAb(args);
   if (args.includes('--sweep')) return benchLearningSweep(args);
+  if (args.includes('--bc-scale')) return benchBcScale(args);
   const quick = args.includes('--quick');
   // --only <task>: rerun one curve and merge it into the existing docs/bench/learning.json.
   const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
