@@ -1,5 +1,6 @@
 /**
- * The demonstration anchor of RL steps (trainer.demoAnchorCoef, issue 14.4): every minibatch update also
+ * The demonstration anchor of RL steps (trainer.demoAnchorCoef, issue 14.4): every minibatch update (the
+ * ones that train: a minibatch with no selected step is skipped, as without the anchor) also
  * minimises coef × mean −log π(a_demo|s) over demoAnchorSamples steps drawn from the demonstrations the KL
  * reference was cloned from — InstructGPT's "PPO-ptx" mix, with the SFT data as the anchor. DART's loss has
  * no such term (its 7B model moves at 1e-6 per step). The 26k-parameter embedded CNN at RL rates of 1e-3
@@ -16,14 +17,16 @@ import { LedgerEntrySchema } from '../../schemas/records';
 import { createPrng } from '../../algorithms/prng';
 import type { PolicySpec } from '../../policy/spec';
 import { specKey } from '../../policy/spec';
+import { CorruptObjectError, ObjectNotFoundError } from '../../storage/errors';
 import type { ObjectStore } from '../../storage/object-store';
 import { readManifest } from './checkpoints';
 import { loadTrainSamples, type LoadProgress, type StepSample } from './samples';
 import type { TrainGroupRef } from './types';
 
 /**
- * At most this many demonstration trajectories are loaded as the anchor (a deterministic subset): ≈ 3.4
- * steps each on the suite, 48 KiB of decoded observation per step — ≈ 80 MiB per campaign in the trainer.
+ * At most this many demonstration trajectories are loaded as the anchor (a deterministic subset): on the
+ * suite ≈ 3.4 steps each, 48 KiB of decoded observation per step — ≈ 80 MiB per campaign in the trainer
+ * (more for tasks with longer demonstrations).
  */
 export const ANCHOR_TRAJECTORIES = 512;
 
@@ -44,8 +47,25 @@ export async function cloningDemos(
   referenceVersion: number
 ): Promise<TrainGroupRef[]> {
   const manifest = await readManifest(store, campaignId, referenceVersion);
-  if (!manifest.ledgerKey) throw new DemoAnchorUnavailableError(campaignId, referenceVersion, 'is the initial model');
-  const entry = await store.getJson(manifest.ledgerKey, LedgerEntrySchema);
+  if (!manifest.ledgerKey)
+    throw new DemoAnchorUnavailableError(
+      campaignId,
+      referenceVersion,
+      "is the initial model (or a copy of another campaign's checkpoint, which carries no ledger entry)"
+    );
+  let entry;
+  try {
+    entry = await store.getJson(manifest.ledgerKey, LedgerEntrySchema);
+  } catch (err) {
+    // A retry cannot bring a deleted or damaged ledger entry back.
+    if (err instanceof ObjectNotFoundError || err instanceof CorruptObjectError)
+      throw new DemoAnchorUnavailableError(
+        campaignId,
+        referenceVersion,
+        `has an unusable ledger entry (${err.message})`
+      );
+    throw err;
+  }
   if (entry.metrics.bcLoss === undefined)
     throw new DemoAnchorUnavailableError(campaignId, referenceVersion, `was trained by RL step ${entry.trainStep}`);
   const groups = new Map<string, TrainGroupRef>();
@@ -86,21 +106,37 @@ export function drawAnchorRows(n: number, count: number, nextInt: (k: number) =>
 }
 
 // The trainer worker runs one campaign's steps one after another: its anchor is loaded once, not per step.
-const cache = new Map<string, Promise<StepSample[]>>();
+const cache = new Map<string, Promise<AnchorRows>>();
 const CACHE_ENTRIES = 2;
 
-/** The anchor rows of a campaign's reference version (loaded once per trainer process; cached). */
-export function loadDemoAnchor(
+export interface AnchorRows {
+  samples: StepSample[];
+  /** Demo groups (trajectories) left out because an object of theirs is gone or corrupt. */
+  skippedGroups: number;
+}
+
+/**
+ * The anchor rows of a campaign's reference version, loaded once per trainer process and cached under the
+ * reference's weights hash (a campaign id deleted and reused gets its own entry). Refused when no demo step
+ * is left to anchor to: a silent plain-RL step would hide that the setting does nothing.
+ */
+export async function loadDemoAnchor(
   store: ObjectStore,
   spec: PolicySpec,
   campaignId: string,
   referenceVersion: number,
   onProgress?: (p: LoadProgress) => void
-): Promise<StepSample[]> {
-  const key = `${campaignId}/${referenceVersion}/${specKey(spec)}`;
+): Promise<AnchorRows> {
+  const manifest = await readManifest(store, campaignId, referenceVersion);
+  const key = `${campaignId}/${referenceVersion}/${manifest.weights.sha256}/${specKey(spec)}`;
   const hit = cache.get(key);
-  if (hit) return hit;
-  const loading = (async () => {
+  if (hit) {
+    // Most recently used last: eviction takes the oldest.
+    cache.delete(key);
+    cache.set(key, hit);
+    return hit;
+  }
+  const loading = (async (): Promise<AnchorRows> => {
     const demos = await cloningDemos(store, campaignId, referenceVersion);
     const subset = anchorSubset(demos, ANCHOR_TRAJECTORIES, `${campaignId}/${referenceVersion}`);
     // Demonstrations are mapped onto the policy's action grid, like behaviour cloning reads them.
@@ -108,11 +144,19 @@ export function loadDemoAnchor(
       usePolicyIndex: false,
       ...(onProgress ? { onProgress } : {}),
     });
-    return loaded.samples;
+    if (loaded.samples.length === 0)
+      throw new DemoAnchorUnavailableError(
+        campaignId,
+        referenceVersion,
+        `was cloned from demonstrations of which none is usable now (${loaded.skippedGroups.length} of ${subset.length} gone or corrupt, the rest without a step the policy can express)`
+      );
+    return { samples: loaded.samples, skippedGroups: loaded.skippedGroups.length };
   })();
   cache.set(key, loading);
-  // A failed load is not kept: the next attempt of the step reads again.
-  loading.catch(() => cache.delete(key));
+  // A failed load is not kept (the next attempt reads again) — unless a newer load took the key meanwhile.
+  loading.catch(() => {
+    if (cache.get(key) === loading) cache.delete(key);
+  });
   while (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
   return loading;
 }

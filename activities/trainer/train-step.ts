@@ -32,8 +32,8 @@ import type { ObjectStore } from '../../storage/object-store';
 import { CheckpointMismatchError, loadCheckpoint, type LoadedCheckpoint } from './checkpoints';
 import { commitTrainStep, committedOrChainReadable } from './commit';
 import { grpoUpdate } from './grpo-update';
-import { DemoAnchorUnavailableError, loadDemoAnchor } from './demo-anchor';
-import { loadTrainSamples, type SkippedGroup, type StepSample } from './samples';
+import { DemoAnchorUnavailableError, loadDemoAnchor, type AnchorRows } from './demo-anchor';
+import { loadTrainSamples, type SkippedGroup } from './samples';
 import { isAllowedVersion, stalenessOf } from './staleness';
 import type { TrainStepInput, TrainStepResult } from './types';
 
@@ -195,7 +195,7 @@ async function demoAnchorOf(
   spec: PolicySpec,
   at: { campaignId: string; referenceVersion: number; trainStep: number },
   heartbeat: (d: Record<string, unknown>) => void
-): Promise<StepSample[]> {
+): Promise<AnchorRows> {
   try {
     return await loadDemoAnchor(store, spec, at.campaignId, at.referenceVersion, (p) =>
       heartbeat({ phase: 'loading-anchor', trainStep: at.trainStep, ...p })
@@ -258,7 +258,7 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
       samples,
       trainer: cfg,
       ...(reference ? { referenceWeights: reference.weights } : {}),
-      ...(anchor ? { anchor } : {}),
+      ...(anchor ? { anchor: anchor.samples } : {}),
       rng: createPrng(hashSeed(`${input.campaignId}/${input.trainStep}`)),
       heartbeat: (d) => heartbeat({ ...d, trainStep: input.trainStep }),
     });
@@ -276,6 +276,7 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
       isWeightMean: isStats.mean,
       isWeightMin: isStats.min,
       isWeightTruncatedFraction: isStats.truncatedFraction,
+      ...(anchor ? { anchorRows: anchor.samples.length, anchorSkippedGroups: anchor.skippedGroups } : {}),
       samplesPerSecond: (samples.length * cfg.epochs) / Math.max(1e-3, (Date.now() - started) / 1000),
     };
     const simulatedWaitMs = await holdUntil(started, input.minStepMs, heartbeat);

@@ -64,6 +64,13 @@ export function bcScaleSeries(rows: BcScaleRow[], families: string[]): Series[] 
   return series;
 }
 
+/** An integer ≥ min, or an error naming the option (before any browser starts). */
+export function wholeNumber(option: string, raw: string, min: number): number {
+  const v = Number(raw);
+  if (!Number.isInteger(v) || v < min) throw new Error(`${option}: ${JSON.stringify(raw)} is not an integer ≥ ${min}`);
+  return v;
+}
+
 function argOf(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(name);
   return i >= 0 && args[i + 1] && !args[i + 1]!.startsWith('--') ? args[i + 1]! : fallback;
@@ -72,8 +79,10 @@ function argOf(args: string[], name: string, fallback: string): string {
 export async function benchBcScale(args: string[]): Promise<void> {
   const grid = parseBcGrid(argOf(args, '--grid', '256x8,1024x8,2048x16,4096x16'));
   const suite = loadSuite(argOf(args, '--suite', 'all'));
-  const seeds = argOf(args, '--seeds', '1').split(',').map(Number);
-  const evalEpisodes = Number(argOf(args, '--eval', '32'));
+  const seeds = argOf(args, '--seeds', '1')
+    .split(',')
+    .map((x) => wholeNumber('--seeds', x, 0));
+  const evalEpisodes = wholeNumber('--eval', argOf(args, '--eval', '32'), 1);
   const outFile = path.join(benchOutDir(), argOf(args, '--out', 'learning-bc-scale.json'));
   const tasks = suite.taskSpecs;
   const families = tasks.map((t) => t.family);

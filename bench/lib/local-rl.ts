@@ -197,10 +197,12 @@ async function parallel<T>(jobs: Array<() => Promise<T>>, limit: number): Promis
 
 /** The campaign config the local loop plans with (same schema and defaults as a real campaign). */
 export function localCampaignConfig(
-  o: Pick<LocalRlOptions, 'campaignId' | 'trainer' | 'groupSize' | 'groupsPerStep' | 'curation'>
+  o: Pick<LocalRlOptions, 'campaignId' | 'trainer' | 'groupSize' | 'groupsPerStep' | 'curation' | 'bcDemos'>
 ): CampaignConfig {
   return CampaignConfigSchema.parse({
     campaign: { id: o.campaignId },
+    // The cloning start, as a campaign has it (trainer.demoAnchorCoef needs one).
+    policy: { bcWarmStartEpisodes: o.bcDemos ?? 0 },
     rollout: {
       dynamicRollout: false,
       dynamicMaxSteps: false,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { bcScaleSeries, parseBcGrid, type BcScaleRow } from '../../bench/lib/bc-scale';
+import { bcScaleSeries, parseBcGrid, wholeNumber, type BcScaleRow } from '../../bench/lib/bc-scale';
 
 const row = (demos: number, epochs: number, seed: number, perFamily: Record<string, number>): BcScaleRow => ({
   demos,
@@ -20,6 +20,9 @@ describe('behaviour-cloning scale bench (bench/lib/bc-scale.ts)', () => {
     ]);
     assert.throws(() => parseBcGrid('256x8,2048'), /--grid entry "2048": write <demos>x<epochs>/);
     assert.throws(() => parseBcGrid('0x8'), /--grid entry "0x8"/);
+    assert.equal(wholeNumber('--eval', '32', 1), 32);
+    assert.throws(() => wholeNumber('--eval', 'x', 1), /--eval: "x" is not an integer ≥ 1/);
+    assert.throws(() => wholeNumber('--seeds', '-1', 0), /--seeds: "-1" is not an integer ≥ 0/);
   });
 
   it('draws one line per family and epochs, demos ascending, seeds averaged, in percent', () => {

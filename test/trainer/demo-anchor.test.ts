@@ -13,7 +13,10 @@ import { loadTrainSamples } from '../../activities/trainer/samples';
 import { runBehaviourClone, runTrainStep, specForWidth } from '../../activities/trainer/train-step';
 import type { TrainGroupRef, TrainStepInput } from '../../activities/trainer/types';
 import { parseCampaignConfig } from '../../config/load';
-import { createInferenceSession, packBatch } from '../../policy/session';
+import { createInferenceSession, createTrainSession, packBatch } from '../../policy/session';
+import { cloneWeights, type PolicyWeights } from '../../policy/weights';
+import { grpoUpdate } from '../../activities/trainer/grpo-update';
+import { createAdamState, createPrng } from '../../algorithms';
 import { numActions } from '../../policy/spec';
 import type { ObjectStore } from '../../storage/object-store';
 import { freshBucket } from '../helpers/infra';
@@ -89,11 +92,10 @@ function stepInput(
   };
 }
 
-/** Mean −log π(a_demo|s) of the demos under checkpoint `version`. */
-async function demoNll(campaignId: string, version: number, demos: TrainGroupRef[]): Promise<number> {
+/** Mean −log π(a_demo|s) of the demos under `weights`. */
+async function demoNll(weights: PolicyWeights, demos: TrainGroupRef[]): Promise<number> {
   const { samples } = await loadTrainSamples(store, spec, demos, { usePolicyIndex: false });
-  const ckpt = await loadCheckpoint(store, campaignId, version, spec);
-  const session = await createInferenceSession(spec, ckpt.weights);
+  const session = await createInferenceSession(spec, weights);
   try {
     const out = await session.run(packBatch(spec, samples));
     const A = numActions(spec);
@@ -135,29 +137,52 @@ async function clonedCampaign(campaignId: string) {
 }
 
 describe('demonstration anchor in trainStep (real MinIO and onnxruntime)', () => {
-  it('finds the demos through the reference checkpoint and holds their action against an RL step without it', async () => {
-    const plain = await clonedCampaign(`anchor-off-${Date.now()}`);
-    const anchored = await clonedCampaign(`anchor-on-${Date.now()}`);
-    const found = await cloningDemos(store, anchored.campaignId, 1);
+  it('finds the demos through the reference checkpoint and reports the anchor in the step metrics', async () => {
+    const c = await clonedCampaign(`anchor-on-${Date.now()}`);
+    const found = await cloningDemos(store, c.campaignId, 1);
     const ids = (gs: TrainGroupRef[]) => gs.flatMap((g) => g.trajectories.map((t) => t.trajectoryId)).sort();
-    assert.deepEqual(ids(found), ids(anchored.demos));
-    const off = await runTrainStep({ store }, stepInput(plain.campaignId, 1, 1, plain.rl, { rlLearningRate: 1e-2 }));
+    assert.deepEqual(ids(found), ids(c.demos));
     const on = await runTrainStep(
       { store },
-      stepInput(anchored.campaignId, 1, 1, anchored.rl, {
-        rlLearningRate: 1e-2,
-        demoAnchorCoef: 2,
-        demoAnchorSamples: 16,
-      })
+      stepInput(c.campaignId, 1, 1, c.rl, { rlLearningRate: 1e-2, demoAnchorCoef: 2, demoAnchorSamples: 8 })
     );
-    assert.equal(off.metrics.anchorNll, undefined);
     assert.ok(Number.isFinite(on.metrics.anchorNll), `anchorNll reported: ${JSON.stringify(on.metrics)}`);
-    const before = await demoNll(anchored.campaignId, 1, anchored.demos);
-    const nllOff = await demoNll(plain.campaignId, 2, plain.demos);
-    const nllOn = await demoNll(anchored.campaignId, 2, anchored.demos);
-    // Same data, same seeds: the RL step moves the demonstrated action away; the anchored one much less.
-    assert.ok(nllOff > before, `without the anchor the step moved off the demos: ${before} → ${nllOff}`);
-    assert.ok(nllOn < nllOff, `anchored ${nllOn} < unanchored ${nllOff} (cloned: ${before})`);
+    assert.equal(on.metrics.anchorRows, 16, 'every demo step of the 16 demos is an anchor row');
+    assert.equal(on.metrics.anchorSkippedGroups, 0);
+    const plain = await runTrainStep({ store }, stepInput(c.campaignId, 2, 1, c.rl, {}));
+    assert.equal(plain.metrics.anchorNll, undefined);
+  });
+
+  it('paired on one start, batch and seed: coef 0 changes nothing; coef 2 keeps the demonstrated action', async () => {
+    const c = await clonedCampaign(`anchor-pair-${Date.now()}`);
+    const start = await loadCheckpoint(store, c.campaignId, 1, spec);
+    const { samples } = await loadTrainSamples(store, spec, c.rl);
+    const anchor = (await loadTrainSamples(store, spec, c.demos, { usePolicyIndex: false })).samples;
+    const session = await createTrainSession(spec, { threads: 1 });
+    const update = async (demoAnchorCoef: number, withAnchor: boolean) => {
+      const weights = cloneWeights(start.weights);
+      const trainer = stepInput(c.campaignId, 1, 1, c.rl, { rlLearningRate: 1e-2, demoAnchorCoef: 1 }).trainer;
+      await grpoUpdate({
+        session,
+        spec,
+        weights,
+        optimizer: createAdamState(weights),
+        samples,
+        trainer: { ...trainer, demoAnchorCoef, demoAnchorSamples: 8 },
+        ...(withAnchor ? { anchor } : {}),
+        rng: createPrng('pair'),
+      });
+      return weights;
+    };
+    const none = await update(0, false);
+    const zero = await update(0, true);
+    const anchored = await update(2, true);
+    for (const name of Object.keys(none)) assert.deepEqual(zero[name], none[name], `${name}: coef 0 is plain RL`);
+    const before = await demoNll(start.weights, c.demos);
+    const nllPlain = await demoNll(none, c.demos);
+    const nllAnchored = await demoNll(anchored, c.demos);
+    assert.ok(nllPlain > before, `the RL update moved off the demos: ${before} → ${nllPlain}`);
+    assert.ok(nllAnchored < nllPlain, `anchored ${nllAnchored} < plain ${nllPlain} (cloned: ${before})`);
   });
 
   it('refuses the anchor when the reference is not a behaviour-cloned checkpoint, naming the fix', async () => {
@@ -177,7 +202,7 @@ describe('demonstration anchor in trainStep (real MinIO and onnxruntime)', () =>
         err instanceof ApplicationFailure &&
         err.type === 'InvalidTrainInput' &&
         err.nonRetryable &&
-        /v0 of campaign .* is the initial model: set policy\.bcWarmStartEpisodes > 0 or trainer\.demoAnchorCoef: 0/.test(
+        /v0 of campaign .* is the initial model .*: set policy\.bcWarmStartEpisodes > 0 or trainer\.demoAnchorCoef: 0/.test(
           err.message
         )
     );
@@ -185,7 +210,11 @@ describe('demonstration anchor in trainStep (real MinIO and onnxruntime)', () =>
     await runTrainStep({ store }, stepInput(campaignId, 0, 0, groups, {}));
     await assert.rejects(
       runTrainStep({ store }, stepInput(campaignId, 1, 1, groups, { demoAnchorCoef: 1 })),
-      /v1 of campaign .* was trained by RL step 1/
+      (err: unknown) =>
+        err instanceof ApplicationFailure &&
+        err.type === 'InvalidTrainInput' &&
+        err.nonRetryable &&
+        /v1 of campaign .* was trained by RL step 1/.test(err.message)
     );
   });
 
