@@ -132,7 +132,6 @@ export async function grpoUpdate(args: GrpoUpdateArgs): Promise<GrpoUpdateResult
   let stoppedEarly = 0;
   const anchorOn = cfg.demoAnchorCoef > 0 && (args.anchor?.length ?? 0) > 0;
   let anchorNllSum = 0;
-  let anchorUpdates = 0;
   outer: for (let epoch = 0; epoch < cfg.epochs; epoch++) {
     const order = shuffled(
       samples.map((_, i) => i),
@@ -180,10 +179,7 @@ export async function grpoUpdate(args: GrpoUpdateArgs): Promise<GrpoUpdateResult
         entCoef: Float32Array.from([...loss.gradEntropy, ...new Array<number>(k).fill(0)]),
       };
       const { grads, logpAction } = await session.gradients(weights, batch);
-      if (k > 0) {
-        anchorNllSum -= logpAction.slice(rows.length).reduce((a, b) => a + b, 0) / k;
-        anchorUpdates++;
-      }
+      if (k > 0) anchorNllSum -= logpAction.slice(rows.length).reduce((a, b) => a + b, 0) / k;
       const step = adamStep(weights, grads, optimizer, {
         learningRate,
         beta1: cfg.adamBeta1,
@@ -210,7 +206,8 @@ export async function grpoUpdate(args: GrpoUpdateArgs): Promise<GrpoUpdateResult
     approxKl,
     stoppedEarly,
     updateNorm: weightDistance(weights, before),
-    ...(anchorOn ? { anchorNll: anchorNllSum / Math.max(1, anchorUpdates) } : {}),
+    // With the anchor on, every update carried anchor rows.
+    ...(anchorOn ? { anchorNll: anchorNllSum / Math.max(1, updates) } : {}),
   };
   return { old, advantages, selection, metrics };
 }

@@ -230,7 +230,6 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
     const loaded = await loadTrainSamples(store, spec, input.groups, {
       onProgress: (p) => heartbeat({ phase: 'loading', trainStep: input.trainStep, ...p }),
     });
-    const anchor = input.trainer.demoAnchorCoef > 0 ? await demoAnchorOf(store, spec, input, heartbeat) : undefined;
     refuseIfAllSkipped(input.trainStep, input.groups.length, loaded.skippedGroups);
     // Staleness bound per step sample (DART §3.4): pooled successes are exempt, as in DART's pool lookup.
     // Along the campaign's lineage when it sends one: data of abandoned versions never trains this line.
@@ -239,6 +238,8 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
     if (samples.length === 0)
       invalid(`train step ${input.trainStep}: no fresh, trainable step in ${input.groups.length} groups`);
 
+    // Loaded after the cheap refusals above (the first load reads and decodes hundreds of demos).
+    const anchor = input.trainer.demoAnchorCoef > 0 ? await demoAnchorOf(store, spec, input, heartbeat) : undefined;
     const session = await trainSession(spec, deps.threads ?? 1);
     const weights = cloneWeights(current.weights);
     const cfg = input.trainer;

@@ -18,6 +18,7 @@ import { lineChartSvg, writeSvgAsPng, type Series } from '../../lib/charts';
 import { ObjectStore } from '../../storage/object-store';
 import { loadSuite } from '../../tasks/loader';
 import { runLocalRl } from './local-rl';
+import { argOf } from './learning-sweep';
 import { benchOutDir, shownPath } from './output';
 
 export interface BcGridPoint {
@@ -69,11 +70,6 @@ export function wholeNumber(option: string, raw: string, min: number): number {
   const v = Number(raw);
   if (!Number.isInteger(v) || v < min) throw new Error(`${option}: ${JSON.stringify(raw)} is not an integer ≥ ${min}`);
   return v;
-}
-
-function argOf(args: string[], name: string, fallback: string): string {
-  const i = args.indexOf(name);
-  return i >= 0 && args[i + 1] && !args[i + 1]!.startsWith('--') ? args[i + 1]! : fallback;
 }
 
 export async function benchBcScale(args: string[]): Promise<void> {

@@ -103,7 +103,8 @@ export interface SweepFile {
   runs: SweepRun[];
 }
 
-function argOf(args: string[], name: string, fallback: string): string {
+/** The value after `name` in args, or fallback (also when the next arg is another option). */
+export function argOf(args: string[], name: string, fallback: string): string {
   const i = args.indexOf(name);
   return i >= 0 && args[i + 1] && !args[i + 1]!.startsWith('--') ? args[i + 1]! : fallback;
 }
