@@ -43,7 +43,7 @@ export default tseslint.config(
   },
   {
     // Workflows and the Node-free modules they import.
-    files: ['workflows/**/*.ts', 'schemas/**/*.ts', 'lib/pure/**/*.ts', 'algorithms/**/*.ts'],
+    files: ['workflows/**/*.ts', 'schemas/**/*.ts', 'algorithms/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', forbiddenInWorkflows] },
   }
 );

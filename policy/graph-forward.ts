@@ -44,8 +44,11 @@ export interface ForwardTrace {
   scale4: string; // 1+γ as [B,C,1,1]
   filmPre: string; // z·(1+γ)+β, before the ReLU
   h: string; // [B,C,G,G]
-  /** Present when spec.clickContext: row/column means of h and the pre-ReLU context sum u. */
-  ctx?: { rowMean: string; colMean: string; u: string };
+  /**
+   * Present when spec.clickContext: row/column means of h and the pre-ReLU context sum u (+ with
+   * spec.clickMaxContext the per-channel max of h over the cells, [B,C]).
+   */
+  ctx?: { rowMean: string; colMean: string; u: string; maxPooled?: string };
   /** The click head's input: ReLU(u) with click context, else h. */
   clickIn: string;
   /** Present when spec.clickQuery: the instruction query q = embed·W_qᵀ [B,C]. */
@@ -109,9 +112,16 @@ export function emitForward(
     const colMean = b.mul(b.reduceSum(h, [2], true), b.scalar(1 / G)); // [B,C,1,G]
     const row = b.op('Conv', [rowMean, w('ctx.row')], k1);
     const col = b.op('Conv', [colMean, w('ctx.col')], k1);
-    const glob = b.unsqueeze(b.gemm(pooled, w('ctx.global'), w('ctx.bias')), [2, 3]); // [B,C,1,1]
+    let globVec = b.gemm(pooled, w('ctx.global'), w('ctx.bias')); // [B,C]
+    let maxPooled: string | undefined;
+    if (spec.clickMaxContext) {
+      // The max, unlike the mean, is not diluted by the cells where a feature is absent.
+      maxPooled = b.op('Flatten', [b.op('GlobalMaxPool', [h])], { axis: attr.int(1) }); // [B,C]
+      globVec = b.add(globVec, b.gemm(maxPooled, w('ctx.max')));
+    }
+    const glob = b.unsqueeze(globVec, [2, 3]); // [B,C,1,1]
     const u = b.add(b.add(h, row), b.add(col, glob)); // broadcasts to [B,C,G,G]
-    ctx = { rowMean, colMean, u };
+    ctx = { rowMean, colMean, u, ...(maxPooled ? { maxPooled } : {}) };
     clickIn = b.op('Relu', [u]);
   }
 
@@ -137,7 +147,23 @@ export function emitForward(
   const p = b.op('Exp', [logp]);
   // Masked entries have p = 0 exactly and a finite logp (≈ −1e9), so p·logp is 0, never NaN.
   const entropy = b.neg(b.reduceSum(b.mul(p, logp), [1], false));
-  return { convIn, convOut, textIn: text, prev, embed, scale4, filmPre, h, ctx, clickIn, query, pooled, logp, p, entropy };
+  return {
+    convIn,
+    convOut,
+    textIn: text,
+    prev,
+    embed,
+    scale4,
+    filmPre,
+    h,
+    ctx,
+    clickIn,
+    query,
+    pooled,
+    logp,
+    p,
+    entropy,
+  };
 }
 
 /** Declares the obs/text/mask (and, with spec.previousAction, prev) inputs with a symbolic batch dimension. */

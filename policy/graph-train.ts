@@ -140,6 +140,14 @@ export function buildTrainGraph(spec: PolicySpec): Uint8Array {
     const dRowMean = b.mul(convInputGrad(b, ctxGeo, dRow, 'ctx.row'), b.scalar(1 / G));
     const dColMean = b.mul(convInputGrad(b, ctxGeo, dCol, 'ctx.col'), b.scalar(1 / G));
     dhClick = b.add(du, b.add(dRowMean, dColMean));
+    if (t.ctx.maxPooled) {
+      // glob += maxPooled·W_mᵀ; the max passes its gradient to the cells holding it (split among ties).
+      grads.set('ctx.max', b.gemm(dGlob, t.ctx.maxPooled, undefined, { transA: true, transB: false }));
+      const dMax = b.unsqueeze(b.gemm(dGlob, 'ctx.max', undefined, { transB: false }), [2, 3]); // [B,C,1,1]
+      const isMax = b.op('Cast', [b.op('Equal', [t.h, b.unsqueeze(t.ctx.maxPooled, [2, 3])])], { to: attr.int(1) });
+      const share = b.op('Div', [isMax, b.reduceSum(isMax, [2, 3], true)]);
+      dhClick = b.add(dhClick, b.mul(share, dMax));
+    }
     dpooledAll = b.add(dpooled, b.gemm(dGlob, 'ctx.global', undefined, { transB: false }));
   }
   // Global average pool spreads dpooled evenly over the G×G positions (broadcast add below).

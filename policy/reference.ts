@@ -90,7 +90,8 @@ function linear(
 const relu = (x: Float64Array): Float64Array => x.map((v) => (v > 0 ? v : 0));
 
 /**
- * relu(h[c,y,x] + Σ_i Wr[c,i]·mean_x' h[i,y,x'] + Σ_i Wc[c,i]·mean_y' h[i,y',x] + Σ_i Wg[c,i]·mean h[i] + b[c]).
+ * relu(h[c,y,x] + Σ_i Wr[c,i]·mean_x' h[i,y,x'] + Σ_i Wc[c,i]·mean_y' h[i,y',x] + Σ_i Wg[c,i]·mean h[i] + b[c]),
+ * + Σ_i Wm[c,i]·max h[i] inside the ReLU with spec.clickMaxContext.
  */
 function clickContext(spec: PolicySpec, w: RefWeights, h: Float64Array, pooled: Float64Array, B: number): Float64Array {
   const C = trunkChannels(spec);
@@ -99,6 +100,7 @@ function clickContext(spec: PolicySpec, w: RefWeights, h: Float64Array, pooled: 
   const wc = get(w, 'ctx.col');
   const wg = get(w, 'ctx.global');
   const bias = get(w, 'ctx.bias');
+  const wm = spec.clickMaxContext ? get(w, 'ctx.max') : undefined;
   const out = new Float64Array(h.length);
   const at = (b: number, c: number, y: number, x: number): number => ((b * C + c) * G + y) * G + x;
   for (let b = 0; b < B; b++) {
@@ -110,9 +112,13 @@ function clickContext(spec: PolicySpec, w: RefWeights, h: Float64Array, pooled: 
           rowMean[i * G + y]! += h[at(b, i, y, x)]! / G;
           colMean[i * G + x]! += h[at(b, i, y, x)]! / G;
         }
+    const max = new Float64Array(C).fill(-Infinity);
+    for (let i = 0; i < C; i++)
+      for (let y = 0; y < G; y++) for (let x = 0; x < G; x++) max[i] = Math.max(max[i]!, h[at(b, i, y, x)]!);
     for (let c = 0; c < C; c++) {
       let g = bias[c]!;
       for (let i = 0; i < C; i++) g += wg[c * C + i]! * pooled[b * C + i]!;
+      if (wm) for (let i = 0; i < C; i++) g += wm[c * C + i]! * max[i]!;
       for (let y = 0; y < G; y++) {
         let r = 0;
         for (let i = 0; i < C; i++) r += wr[c * C + i]! * rowMean[i * G + y]!;

@@ -107,6 +107,12 @@ export const PolicySpecSchema = z.object({
    * chooses which features make a cell clickable — a bilinear text×feature match straight into the logits.
    */
   clickQuery: z.boolean(),
+  /**
+   * Global max in the click context (needs clickContext): u also adds Σ_i W_m[c,i]·max_cells h[i], so a
+   * feature present in one small spot (one named checkbox still unticked) reaches every click logit at full
+   * strength instead of diluted by the 256-cell mean. Absent = off (every spec before it).
+   */
+  clickMaxContext: z.boolean().optional(),
 });
 export type PolicySpec = z.infer<typeof PolicySpecSchema>;
 
@@ -151,12 +157,31 @@ export const legacyPolicySpec: PolicySpec = {
   clickQuery: false,
 };
 
+/**
+ * The default with the global max in the click context (clickMaxContext): for tasks whose right click
+ * depends on whether some small element anywhere is still in a state (tick-checkboxes: Submit only when
+ * no named box is left unticked; docs/benchmarks.md, "The whole suite").
+ */
+export const maxContextPolicySpec: PolicySpec = { ...defaultPolicySpec, clickMaxContext: true };
+
 /** The same architecture with every conv's channel count multiplied (the "one setting" to scale up). */
 export function widenSpec(spec: PolicySpec, factor: number): PolicySpec {
   return {
     ...spec,
     convs: spec.convs.map((c) => ({ ...c, outChannels: Math.max(1, Math.round(c.outChannels * factor)) })),
   };
+}
+
+/** A campaign's architecture settings (CampaignConfig policy.width and policy.clickMaxContext). */
+export interface PolicyArchitecture {
+  width: number;
+  clickMaxContext?: boolean;
+}
+
+/** The embedded network a campaign's settings select: the default, widened and/or with the max context. */
+export function specForPolicy(arch: PolicyArchitecture): PolicySpec {
+  const base = arch.clickMaxContext ? maxContextPolicySpec : defaultPolicySpec;
+  return arch.width === 1 ? base : widenSpec(base, arch.width);
 }
 
 export const IMAGE_CHANNELS = 3;
@@ -206,6 +231,8 @@ export function convGeometry(spec: PolicySpec): ConvGeometry[] {
 
 export function validateSpec(spec: unknown): PolicySpec {
   const parsed = PolicySpecSchema.parse(spec);
+  if (parsed.clickMaxContext && !parsed.clickContext)
+    throw new Error('policy spec: clickMaxContext adds to the click context, so it needs clickContext: true');
   convGeometry(parsed);
   return parsed;
 }
@@ -239,6 +266,8 @@ export function paramShapes(spec: PolicySpec): ParamShape[] {
     out.push({ name: 'ctx.col', shape: [c, c, 1, 1], fanIn: 3 * c });
     out.push({ name: 'ctx.global', shape: [c, c], fanIn: 3 * c });
     out.push({ name: 'ctx.bias', shape: [c], fanIn: 3 * c });
+    // Zero at init (weights.ts): the same initial policy as without it for the same seed.
+    if (spec.clickMaxContext) out.push({ name: 'ctx.max', shape: [c, c], fanIn: 3 * c });
   }
   out.push({ name: 'click.weight', shape: [1, c, 1, 1], fanIn: c });
   out.push({ name: 'click.bias', shape: [1], fanIn: c });
@@ -274,6 +303,7 @@ export function specKey(spec: PolicySpec): string {
     clickContext,
     previousAction,
     clickQuery,
+    clickMaxContext,
   } = spec;
   return JSON.stringify({
     version,
@@ -286,6 +316,8 @@ export function specKey(spec: PolicySpec): string {
     clickContext,
     previousAction,
     clickQuery,
+    // Only when on, so every spec from before the field keeps its key (checkpoints compare it on load).
+    ...(clickMaxContext ? { clickMaxContext } : {}),
   });
 }
 

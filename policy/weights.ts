@@ -31,6 +31,7 @@ export const WEIGHTS_FORMAT = 'dartflow-policy-weights/1';
  *   vector, but it should not drown the instruction at init;
  * - ctx.row/col/global: √(1/(3C)) (fanIn 3C: three context terms are summed), so the context added to
  *   h has about h's scale and the click head sees it from the first update;
+ * - ctx.max (spec.clickMaxContext): 0, so the initial policy is the same as without it (no random draws);
  * - query.weight: 0, so the click head starts unconditioned (the same initial policy as without the
  *   query for the same seed: no random draws) and its first gradient is Σ dclick·h'(cell) ⊗ embed;
  * - head weights (click, token): 0.1/√C, so the initial policy is near uniform (high entropy), as
@@ -42,7 +43,7 @@ function initStd(name: string, fanIn: number): number {
   if (name.startsWith('conv')) return Math.sqrt(2 / fanIn);
   if (name === 'text.weight') return 1;
   if (name === 'prev.embed') return 0.5;
-  if (name === 'query.weight') return 0;
+  if (name === 'query.weight' || name === 'ctx.max') return 0;
   if (name.startsWith('ctx.')) return Math.sqrt(1 / fanIn);
   return 0.1 / Math.sqrt(fanIn);
 }

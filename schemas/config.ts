@@ -1,6 +1,6 @@
 /**
  * CampaignConfig: the one config object of a dartflow campaign, CleanRL-style — every field is described
- * and has a default. Defaults are DART's (reference/dart-spec.md, section in brackets) unless a field says
+ * and has a default. Defaults are DART's (docs/reference/dart-spec.md, section in brackets) unless a field says
  * why the embedded default differs. Node-free: workflows validate their input with it too.
  */
 import { z } from 'zod';
@@ -235,12 +235,32 @@ export const PolicySchema = z
     kind: z.enum(['embedded', 'vlm']).default('embedded').describe('embedded ONNX CNN, or an OpenAI-compatible VLM.'),
     seed: z.number().int().default(0).describe('Seed of the initial weights.'),
     width: posInt.default(1).describe('Channel multiplier of the embedded CNN (1 ≈ 26k parameters).'),
-    servers: posInt.default(1).describe('Policy servers to run/roll out to.'),
+    clickMaxContext: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Embedded CNN: also adds the feature map's global max to every click logit's context (+1,024 weights at width 1, zero at init), so a small thing anywhere on the page — one named checkbox still unticked — reaches the Submit click at full strength instead of diluted by the mean (policy/spec.ts). `npm start` gives its policy servers this network; policy servers started on their own need it in --spec-file (or DARTFLOW_POLICY_SPEC_FILE), as for width ≠ 1."
+      ),
+    servers: posInt
+      .default(1)
+      .describe(
+        'Embedded policy servers `npm start` runs beside the campaign (workers started on their own: `dartflow workers --policy-servers M`). Rollouts use every server that has registered, however started.'
+      ),
     reloadPickupTimeoutSeconds: timeoutSeconds(5).describe(
       "A model rollout drops a policy server whose worker has not picked its reload up after this long (a dead server: a live one polls its queue all the time) and goes on with the others; the new version reaches the live servers only after it (and in campaign.mode sync, training waits too). Raise it only if servers' workers can be busy for longer (they run one reload at a time)."
     ),
-    maxBatch: posInt.default(32).describe('Dynamic batching: largest batch per inference call.'),
-    maxWaitMs: z.number().nonnegative().default(2).describe('Dynamic batching: longest wait to fill a batch.'),
+    maxBatch: posInt
+      .default(32)
+      .describe(
+        'Dynamic batching: largest batch per inference call of the policy servers `npm start` runs (servers started on their own: --max-batch or DARTFLOW_POLICY_MAX_BATCH).'
+      ),
+    maxWaitMs: z
+      .number()
+      .nonnegative()
+      .default(2)
+      .describe(
+        'Dynamic batching: longest wait to fill a batch, in the policy servers `npm start` runs (servers started on their own: --max-wait-ms or DARTFLOW_POLICY_MAX_WAIT_MS).'
+      ),
     vlmEndpoint: z
       .url()
       .optional()
@@ -279,15 +299,30 @@ export const EnvSchema = z
       .enum(['browser', 'remote', 'simulated', 'osworld'])
       .default('browser')
       .describe(
-        'Env implementation. osworld = OSWorld VMs leased from a GUI-Docker-Env cluster (env workers read DARTFLOW_OSWORLD_*; docs/osworld.md).'
+        'Env implementation of the env workers `npm start` runs (workers started on their own: --env-kind or DARTFLOW_ENV_KIND). osworld = OSWorld VMs leased from a GUI-Docker-Env cluster (env workers read DARTFLOW_OSWORLD_*; docs/osworld.md).'
       ),
-    workers: posInt.default(1).describe('Env worker processes started by `dartflow workers`.'),
-    slotsPerWorker: posInt.default(4).describe('Envs (browser contexts) per env worker.'),
-    remoteEndpoint: z.url().optional().describe('Env server URL when kind = remote.'),
+    workers: posInt
+      .default(1)
+      .describe(
+        'Env worker processes `npm start` runs beside the campaign (workers started on their own: `dartflow workers --env-workers N`, or one per machine).'
+      ),
+    slotsPerWorker: posInt
+      .default(4)
+      .describe(
+        'Envs (browser contexts) per env worker `npm start` runs (workers started on their own: --env-slots or DARTFLOW_ENV_SLOTS). A rollout.envConcurrency below workers × slots leaves slots idle.'
+      ),
+    remoteEndpoint: z
+      .url()
+      .optional()
+      .describe(
+        'kind = remote: the env server (`dartflow env-server`) the env workers `npm start` runs connect to (workers started on their own: DARTFLOW_ENV_URL).'
+      ),
     simulatedProfile: z
       .enum(['fast', 'browser', 'osworld'])
       .default('fast')
-      .describe('Latency profile of the simulated env (envs/simulated.ts SIM_PROFILES).'),
+      .describe(
+        'Latency profile of the simulated env (envs/simulated.ts SIM_PROFILES) in the env workers `npm start` runs (workers started on their own: DARTFLOW_ENV_PROFILE).'
+      ),
     simulatedTimeScale: z
       .number()
       .positive()

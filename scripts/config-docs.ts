@@ -16,7 +16,7 @@ export function renderConfigDocs(): string {
     '',
     'One `CampaignConfig` object configures a campaign. Load it with `loadCampaignConfig(file, overrides)`',
     "(YAML or JSON; overrides like `trainer.learningRate=1e-3`). Defaults are DART's; `§` refers to",
-    'sections of the DART reference (dart-spec.md). Unknown fields are errors.',
+    'sections of the DART reference ([reference/dart-spec.md](reference/dart-spec.md)). Unknown fields are errors.',
     '',
   ];
   for (const [name, schema] of Object.entries(CONFIG_SECTIONS)) {

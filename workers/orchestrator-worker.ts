@@ -8,7 +8,7 @@ import { createCampaignSetupActivities } from '../activities/data/campaign-setup
 import { createChildActivities } from '../activities/data/children';
 import { createProofActivities } from '../activities/data/proof';
 import { ensureInitialCheckpoint } from '../activities/trainer/checkpoints';
-import { specForWidth } from '../activities/trainer/train-step';
+import { specForPolicy } from '../policy/spec';
 import { installQuietRuntime } from '../infra/runtime';
 import { createOrchestratorMetrics } from '../metrics/orchestrator';
 import { withMetrics, type WorkerMetrics } from '../metrics/worker-metrics';
@@ -28,7 +28,7 @@ export function createOrchestratorActivities(store: ObjectStore) {
     ...createCampaignSetupActivities({
       store,
       ensureInitialCheckpoint: (campaignId, config) =>
-        ensureInitialCheckpoint(store, campaignId, specForWidth(config.policy.width), config.policy.seed),
+        ensureInitialCheckpoint(store, campaignId, specForPolicy(config.policy), config.policy.seed),
     }),
   };
 }

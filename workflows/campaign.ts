@@ -70,6 +70,7 @@ import {
   recordGroupLost,
   setEndpoints,
   simulatedTrainStepMs,
+  trainerPolicyOf,
   trimBuffer,
   isSuccessReward,
   type CampaignState,
@@ -727,7 +728,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
             maxStaleness: s.config.curation.maxStaleness,
             allowedVersions: a.batch.allowedVersions,
             referenceVersion: s.referenceVersion,
-            policy: { seed: s.config.policy.seed, width: s.config.policy.width },
+            policy: trainerPolicyOf(s.config),
             minStepMs: simulatedTrainStepMs(s.config),
           },
           // A VLM campaign trains on the Python trainer's queue (activity options: no patch needed).
@@ -991,7 +992,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       epochs: s.config.policy.bcEpochs,
       learningRate: s.config.trainer.learningRate,
       minibatchSize: s.config.trainer.minibatchSize,
-      policy: { seed: s.config.policy.seed, width: s.config.policy.width },
+      policy: trainerPolicyOf(s.config),
     });
     addVersion(s.lineage, result.version, s.policyVersion);
     s.trainSteps++;

@@ -24,7 +24,7 @@ import {
   truncatedIsWeight,
 } from '../../algorithms';
 import { createTrainSession, packBatch, type PolicyTrainSession } from '../../policy/session';
-import { defaultPolicySpec, specKey, widenSpec, type PolicySpec } from '../../policy/spec';
+import { specForPolicy, specKey, type PolicySpec } from '../../policy/spec';
 import { cloneWeights } from '../../policy/weights';
 import { TrainerSchema } from '../../schemas/config';
 import { CorruptObjectError, ObjectNotFoundError } from '../../storage/errors';
@@ -52,6 +52,14 @@ const TrainGroupRefSchema = z.object({
     .min(1),
 });
 /** The trainStep activity's input (also the source of the Python trainer's JSON Schema: scripts/gen-python-schemas.ts). */
+/** The campaign's policy settings a trainer activity needs: the initial weights' seed and the architecture. */
+export const PolicyArchInputSchema = z.object({
+  seed: z.number().int(),
+  width: z.number().int().positive(),
+  /** policy.clickMaxContext; absent (= false) in inputs of campaigns from before it. */
+  clickMaxContext: z.boolean().optional(),
+});
+
 export const TrainStepInputSchema = z.object({
   campaignId: z.string().min(1),
   trainStep: z.number().int().positive(),
@@ -61,7 +69,7 @@ export const TrainStepInputSchema = z.object({
   maxStaleness: z.number().int().nonnegative(),
   allowedVersions: z.array(z.number().int().nonnegative()).min(1).optional(),
   referenceVersion: z.number().int().nonnegative().default(0),
-  policy: z.object({ seed: z.number().int(), width: z.number().int().positive() }),
+  policy: PolicyArchInputSchema,
   minStepMs: z.number().nonnegative().max(3_600_000).default(0),
 });
 export const BehaviourCloneInputSchema = z.object({
@@ -72,7 +80,7 @@ export const BehaviourCloneInputSchema = z.object({
   epochs: z.number().int().positive().max(1000),
   learningRate: z.number().positive(),
   minibatchSize: z.number().int().positive().default(64),
-  policy: z.object({ seed: z.number().int(), width: z.number().int().positive() }),
+  policy: PolicyArchInputSchema,
 });
 export type BehaviourCloneInput = z.input<typeof BehaviourCloneInputSchema>;
 
@@ -89,9 +97,8 @@ export interface TrainerDeps {
   heartbeat?: (details: unknown) => void;
 }
 
-/** The embedded policy's spec for a campaign's width setting (the one knob that scales it). */
-export const specForWidth = (width: number): PolicySpec =>
-  width === 1 ? defaultPolicySpec : widenSpec(defaultPolicySpec, width);
+/** The embedded policy's spec for a campaign's width setting alone (tests and benches of the default net). */
+export const specForWidth = (width: number): PolicySpec => specForPolicy({ width });
 
 function invalid(message: string): never {
   throw ApplicationFailure.create({ type: 'InvalidTrainInput', message, nonRetryable: true });
@@ -218,7 +225,7 @@ export async function runTrainStep(deps: TrainerDeps, raw: TrainStepInput): Prom
   const { store } = deps;
   const heartbeat = deps.heartbeat ?? (() => undefined);
   const started = Date.now();
-  const spec = deps.spec ?? specForWidth(input.policy.width);
+  const spec = deps.spec ?? specForPolicy(input.policy);
   try {
     const committed = await committedOrChainReadable(store, input.campaignId, input.trainStep, input.fromVersion);
     if (committed) return committed;
@@ -319,7 +326,7 @@ export async function runBehaviourClone(deps: TrainerDeps, raw: BehaviourCloneIn
   const input = parseInput(BehaviourCloneInputSchema, raw, 'behaviourClone');
   const { store } = deps;
   const heartbeat = deps.heartbeat ?? (() => undefined);
-  const spec = deps.spec ?? specForWidth(input.policy.width);
+  const spec = deps.spec ?? specForPolicy(input.policy);
   try {
     const committed = await committedOrChainReadable(store, input.campaignId, input.trainStep, input.fromVersion);
     if (committed) return committed;

@@ -5,7 +5,8 @@
  * campaign can have, and so how much of the suite's goal is left for RL to do.
  *
  * Run: npm run bench -- learning --bc-scale [--grid 256x8,1024x8,2048x16,4096x16] [--suite all] [--seeds 1]
- *   [--eval 32] [--out learning-bc-scale.json] [--publish]
+ *   [--eval 32] [--spec default|max-context] [--out learning-bc-scale.json] [--publish]
+ * --spec max-context clones the network with the global max in its click context (policy.clickMaxContext).
  * Writes <bench out dir>/learning-bc-scale.json after every point (an interrupted run keeps what it measured)
  * and learning-bc-scale.png (greedy success per family against demos, one chart line per family and epochs).
  */
@@ -17,6 +18,7 @@ import { loadInfraSettings, PROJECT_ROOT } from '../../infra/settings';
 import { lineChartSvg, writeSvgAsPng, type Series } from '../../lib/charts';
 import { ObjectStore } from '../../storage/object-store';
 import { loadSuite } from '../../tasks/loader';
+import { defaultPolicySpec, maxContextPolicySpec, type PolicySpec } from '../../policy/spec';
 import { runLocalRl } from './local-rl';
 import { argOf } from './learning-sweep';
 import { benchOutDir, shownPath } from './output';
@@ -65,6 +67,18 @@ export function bcScaleSeries(rows: BcScaleRow[], families: string[]): Series[] 
   return series;
 }
 
+/** The network a --spec name clones (every option has the same initial weights for a seed but ctx.max). */
+export const BC_SCALE_SPECS: Record<string, PolicySpec> = {
+  default: defaultPolicySpec,
+  'max-context': maxContextPolicySpec,
+};
+
+export function bcScaleSpec(name: string): PolicySpec {
+  const spec = BC_SCALE_SPECS[name];
+  if (!spec) throw new Error(`--spec: ${JSON.stringify(name)} is not one of ${Object.keys(BC_SCALE_SPECS).join(', ')}`);
+  return spec;
+}
+
 /** An integer ≥ min, or an error naming the option (before any browser starts). */
 export function wholeNumber(option: string, raw: string, min: number): number {
   const v = Number(raw);
@@ -79,6 +93,8 @@ export async function benchBcScale(args: string[]): Promise<void> {
     .split(',')
     .map((x) => wholeNumber('--seeds', x, 0));
   const evalEpisodes = wholeNumber('--eval', argOf(args, '--eval', '32'), 1);
+  const specName = argOf(args, '--spec', 'default');
+  const spec = bcScaleSpec(specName);
   const outFile = path.join(benchOutDir(), argOf(args, '--out', 'learning-bc-scale.json'));
   const tasks = suite.taskSpecs;
   const families = tasks.map((t) => t.family);
@@ -97,6 +113,7 @@ export async function benchBcScale(args: string[]): Promise<void> {
       learningRate: trainer.learningRate,
       minibatchSize: trainer.minibatchSize,
       envSlots: 4,
+      spec: specName,
     },
     rows: [] as BcScaleRow[],
   };
@@ -108,8 +125,9 @@ export async function benchBcScale(args: string[]): Promise<void> {
         const r = await runLocalRl({
           store,
           pool,
-          campaignId: `bench-bc-scale-${point.demos}x${point.epochs}-s${seed}-${t0}`,
+          campaignId: `bench-bc-scale-${specName}-${point.demos}x${point.epochs}-s${seed}-${t0}`,
           tasks,
+          spec,
           trainer,
           groupSize: 8,
           groupsPerStep: 16,

@@ -3,9 +3,11 @@
  * every role as a local child process. Shared by `npm start` (scripts/start.ts) and the quickstart
  * learning-curve benchmarks (bench/quickstart.ts, bench/suite.ts), so they measure the same code path.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startLocalWorkers, type LocalWorkers } from '../../cli/local-workers';
+import { localWorkersForConfig, nonDefaultPolicySpec } from '../../cli/local-workers-config';
 import { watchCampaign } from '../../cli/main';
 import { DartflowClient } from '../../client/dartflow-client';
 import type { CampaignResult } from '../../workflows/campaign';
@@ -26,8 +28,8 @@ export interface QuickstartRun {
 
 /**
  * Runs the quickstart campaign with config overrides (`section.field=value`) to completion: local
- * workers (1 env worker × 4 Chromium contexts, 1 policy server, orchestrator, trainer), a live progress
- * line, then the campaign's result. Ctrl-C terminates the campaign and stops the workers.
+ * workers as the config's env and policy sections say (by default 1 env worker × 4 Chromium contexts,
+ * 1 policy server; plus orchestrator and trainer), a live progress line, then the campaign's result. Ctrl-C terminates the campaign and stops the workers.
  */
 export async function runQuickstartCampaign(
   settings: InfraSettings,
@@ -40,12 +42,16 @@ export async function runQuickstartCampaign(
     `campaign.id=${opts.idPrefix ?? 'quickstart'}-${stamp}`,
     ...overrides,
   ]);
-  const workers: LocalWorkers = startLocalWorkers(settings, {
-    envWorkers: 1,
-    envSlots: 4,
-    envKind: 'browser',
-    policyServers: 1,
-  });
+  // The config's env and policy sections say which workers (defaults: 1 env worker of 4 browser
+  // contexts, 1 policy server); `npm start -- env.slotsPerWorker=8` changes them like any other field.
+  const spec = nonDefaultPolicySpec(config);
+  let policySpecFile: string | undefined;
+  if (spec) {
+    policySpecFile = path.join(settings.dataDir, 'policy-specs', `${config.campaign.id}.json`);
+    fs.mkdirSync(path.dirname(policySpecFile), { recursive: true });
+    fs.writeFileSync(policySpecFile, JSON.stringify(spec, null, 2));
+  }
+  const workers: LocalWorkers = startLocalWorkers(settings, localWorkersForConfig(config, { policySpecFile }));
   log(
     `[start] workers: ${workers.children.map((c) => c.name).join(', ')} (logs in ${path.join(settings.dataDir, 'logs')})`
   );

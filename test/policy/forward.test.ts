@@ -8,6 +8,7 @@ import {
   clickQueryPolicySpec,
   defaultPolicySpec,
   legacyPolicySpec,
+  maxContextPolicySpec,
   MASK_OFF,
   numActions,
   paramCount,
@@ -49,6 +50,17 @@ test('generated forward graph matches the TS reference (default spec, B=5)', asy
 
 test('the v1 architecture (legacyPolicySpec: no context, no previous action) still matches', async () => {
   await checkAgainstReference(legacyPolicySpec, 12, 3);
+});
+
+test('the global max in the click context (maxContextPolicySpec) matches the reference and moves the logits', async () => {
+  await checkAgainstReference(maxContextPolicySpec, 13, 3);
+  // The same weights without ctx.max's contribution (W_m = 0) give other log-probs: the path is live.
+  const weights = randomWeights(maxContextPolicySpec, 13);
+  const input = randomBatch(maxContextPolicySpec, 3, 14);
+  const zeroed = { ...weights, 'ctx.max': new Float32Array(weights['ctx.max']!.length) };
+  const on = referenceForward(maxContextPolicySpec, weights, input).logp;
+  const off = referenceForward(maxContextPolicySpec, zeroed, input).logp;
+  assert.ok(maxRelErr(on, off) > 1e-2, `ctx.max changes nothing (${maxRelErr(on, off)})`);
 });
 
 test('a wider and deeper spec builds, loads and matches the reference', async () => {

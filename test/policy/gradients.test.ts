@@ -9,7 +9,14 @@ import assert from 'node:assert/strict';
 import { referenceForward, referenceLoss } from '../../policy/reference';
 import { mulberry32, normal } from '../../policy/sampling';
 import { createTrainSession, type TrainBatch } from '../../policy/session';
-import { defaultPolicySpec, legacyPolicySpec, numActions, paramShapes, type PolicySpec } from '../../policy/spec';
+import {
+  defaultPolicySpec,
+  legacyPolicySpec,
+  maxContextPolicySpec,
+  numActions,
+  paramShapes,
+  type PolicySpec,
+} from '../../policy/spec';
 import { randomBatch, randomWeights, toF64 } from './helpers';
 
 const F32_FLOOR = 1e-6;
@@ -126,4 +133,10 @@ test('backward graph gradients match finite differences with output padding and 
 
 test('backward graph gradients match finite differences for the v1 architecture (legacyPolicySpec)', async () => {
   await checkGradients(legacyPolicySpec, 303, 2, 3);
+});
+
+test('backward graph gradients match finite differences with the global max in the click context', async () => {
+  // The max's gradient reaches h only at the cell holding each channel's max: the trunk tensors' checks
+  // fail if that routing (or the ctx.max Gemm's) is wrong.
+  await checkGradients(maxContextPolicySpec, 404, 2, 3);
 });

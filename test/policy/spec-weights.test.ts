@@ -12,6 +12,7 @@ import {
   clickQueryPolicySpec,
   defaultPolicySpec,
   legacyPolicySpec,
+  maxContextPolicySpec,
   numActions,
   paramCount,
   paramShapes,
@@ -183,4 +184,28 @@ test('a checkpoint of policy spec v2 is refused with a message naming the click-
       !/spec v2 changed/.test(e.message)
   );
   assert.throws(() => weightsFromSafetensors(clickQueryPolicySpec, encodeSafetensors(tensors)), /query.weight/);
+});
+
+test("the global max context (clickMaxContext) adds one C×C tensor, starts at 0 and keeps older specs' keys", () => {
+  const C = 32;
+  assert.equal(paramCount(maxContextPolicySpec), paramCount(defaultPolicySpec) + C * C);
+  // Specs without the field keep their canonical key (checkpoints compare it), the new one differs.
+  assert.ok(!specKey(defaultPolicySpec).includes('clickMaxContext'));
+  assert.equal(specKey({ ...defaultPolicySpec, clickMaxContext: false }), specKey(defaultPolicySpec));
+  assert.notEqual(specKey(maxContextPolicySpec), specKey(defaultPolicySpec));
+  // Zero-initialised without random draws: every other tensor is the default's for the same seed.
+  const on = initWeights(maxContextPolicySpec, 5);
+  const off = initWeights(defaultPolicySpec, 5);
+  assert.ok(on['ctx.max']!.every((v) => v === 0));
+  for (const name of Object.keys(off)) assert.deepEqual(on[name], off[name], name);
+  // A checkpoint of one cannot load into the other.
+  assert.throws(
+    () => weightsFromSafetensors(maxContextPolicySpec, weightsToSafetensors(defaultPolicySpec, off)),
+    /written for spec/
+  );
+  // It adds to the click context, so a spec without one is refused.
+  assert.throws(
+    () => validateSpec({ ...legacyPolicySpec, clickMaxContext: true }),
+    /clickMaxContext adds to the click context, so it needs clickContext: true/
+  );
 });

@@ -640,6 +640,18 @@ export function recordEval(s: CampaignState, point: EvalPoint): void {
   s.evals.splice(0, Math.max(0, s.evals.length - EVALS_KEPT));
 }
 
+/**
+ * The policy settings the trainer's activities get (seed and architecture). clickMaxContext only when on,
+ * so the inputs of every other campaign stay what they were.
+ */
+export function trainerPolicyOf(c: CampaignConfig): { seed: number; width: number; clickMaxContext?: true } {
+  return {
+    seed: c.policy.seed,
+    width: c.policy.width,
+    ...(c.policy.clickMaxContext ? { clickMaxContext: true as const } : {}),
+  };
+}
+
 /** Benchmarks: the simulated trainer's step time, scaled like the simulated env's latencies. */
 export function simulatedTrainStepMs(c: CampaignConfig): number {
   return Math.round(c.trainer.simulatedStepSeconds * c.env.simulatedTimeScale * 1000);

@@ -1,0 +1,50 @@
+/**
+ * The workers a one-machine run (`npm start`, the quickstart bench) starts beside its campaign, read from
+ * the campaign config's `env` and `policy` sections — so `env.workers`, `env.slotsPerWorker`,
+ * `env.kind`, `env.remoteEndpoint`, `env.simulatedProfile`, `env.simulatedTimeScale`, `policy.servers`,
+ * `policy.maxBatch`, `policy.maxWaitMs` (and the network of `policy.width` / `policy.clickMaxContext`) do
+ * what docs/configuration.md says there. Workers started on
+ * their own (`dartflow workers`, other machines) take their own flags. Pure: no processes, no I/O.
+ */
+import { ConfigError } from '../config/load';
+import { defaultPolicySpec, specForPolicy, specKey, type PolicySpec } from '../policy/spec';
+import type { CampaignConfig } from '../schemas/config';
+import type { LocalWorkersOptions } from './local-workers';
+
+/**
+ * The network the campaign's policy servers must serve when it is not the default one (policy.width ≠ 1,
+ * policy.clickMaxContext): the caller writes it to a file the servers read (DARTFLOW_POLICY_SPEC_FILE),
+ * as they start before the campaign's first checkpoint exists. Undefined for the default network.
+ */
+export function nonDefaultPolicySpec(config: CampaignConfig): PolicySpec | undefined {
+  const spec = specForPolicy(config.policy);
+  return specKey(spec) === specKey(defaultPolicySpec) ? undefined : spec;
+}
+
+export function localWorkersForConfig(
+  config: CampaignConfig,
+  opts: { policySpecFile?: string } = {}
+): LocalWorkersOptions {
+  if (config.policy.kind === 'vlm')
+    throw new ConfigError(
+      'policy.kind: "vlm" needs vLLM policy roles and the Python trainer, which this one-machine runner does not start; run the workers with `npx dartflow workers` and vLLM roles (docs/vlm.md), or use policy.kind: embedded'
+    );
+  const { env, policy } = config;
+  return {
+    envWorkers: env.workers,
+    envSlots: env.slotsPerWorker,
+    envKind: env.kind,
+    ...(env.kind === 'simulated'
+      ? { simulatedProfile: env.simulatedProfile, simulatedTimeScale: env.simulatedTimeScale }
+      : {}),
+    policyServers: policy.servers,
+    env: {
+      // Read by the policy servers only (workers/policy-server.ts); the other roles ignore them.
+      DARTFLOW_POLICY_MAX_BATCH: String(policy.maxBatch),
+      DARTFLOW_POLICY_MAX_WAIT_MS: String(policy.maxWaitMs),
+      ...(opts.policySpecFile ? { DARTFLOW_POLICY_SPEC_FILE: opts.policySpecFile } : {}),
+      // The config validates that a remote campaign names its env server.
+      ...(env.kind === 'remote' && env.remoteEndpoint ? { DARTFLOW_ENV_URL: env.remoteEndpoint } : {}),
+    },
+  };
+}

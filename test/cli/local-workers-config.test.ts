@@ -1,0 +1,78 @@
+/**
+ * The workers `npm start` runs come from the campaign config's env and policy sections (pure mapping, no
+ * processes): the quickstart's defaults give the one env worker × 4 browser contexts and one policy server
+ * it always ran, every field set in the config reaches the worker options or the environment the role
+ * reads, and a VLM campaign is refused with the way to run it.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { localWorkersForConfig, nonDefaultPolicySpec } from '../../cli/local-workers-config';
+import { maxContextPolicySpec, specKey, widenSpec, defaultPolicySpec } from '../../policy/spec';
+import { ConfigError, loadCampaignConfig, parseCampaignConfig } from '../../config/load';
+import { QUICKSTART_CONFIG } from '../../scripts/lib/quickstart-campaign';
+
+describe('localWorkersForConfig', () => {
+  it('gives the quickstart 1 browser env worker of 4 slots and 1 policy server (batch 32, 2 ms)', () => {
+    const opts = localWorkersForConfig(loadCampaignConfig(QUICKSTART_CONFIG));
+    assert.deepEqual(opts, {
+      envWorkers: 1,
+      envSlots: 4,
+      envKind: 'browser',
+      policyServers: 1,
+      env: { DARTFLOW_POLICY_MAX_BATCH: '32', DARTFLOW_POLICY_MAX_WAIT_MS: '2' },
+    });
+  });
+
+  it('passes every env and policy field that is set', () => {
+    const opts = localWorkersForConfig(
+      loadCampaignConfig(QUICKSTART_CONFIG, [
+        'env.workers=3',
+        'env.slotsPerWorker=8',
+        'env.kind=simulated',
+        'env.simulatedProfile=osworld',
+        'env.simulatedTimeScale=0.2',
+        'policy.servers=2',
+        'policy.maxBatch=16',
+        'policy.maxWaitMs=5',
+      ])
+    );
+    assert.deepEqual(opts, {
+      envWorkers: 3,
+      envSlots: 8,
+      envKind: 'simulated',
+      simulatedProfile: 'osworld',
+      simulatedTimeScale: 0.2,
+      policyServers: 2,
+      env: { DARTFLOW_POLICY_MAX_BATCH: '16', DARTFLOW_POLICY_MAX_WAIT_MS: '5' },
+    });
+  });
+
+  it('points remote env workers at env.remoteEndpoint (what DARTFLOW_ENV_URL is to a worker started on its own)', () => {
+    const opts = localWorkersForConfig(
+      parseCampaignConfig({ env: { kind: 'remote', remoteEndpoint: 'http://envs.internal:8790' } })
+    );
+    assert.equal(opts.envKind, 'remote');
+    assert.equal(opts.env?.DARTFLOW_ENV_URL, 'http://envs.internal:8790');
+  });
+
+  it('names the network the policy servers need when it is not the default, and hands them its file', () => {
+    assert.equal(nonDefaultPolicySpec(loadCampaignConfig(QUICKSTART_CONFIG)), undefined);
+    const maxContext = nonDefaultPolicySpec(loadCampaignConfig(QUICKSTART_CONFIG, ['policy.clickMaxContext=true']));
+    assert.equal(maxContext && specKey(maxContext), specKey(maxContextPolicySpec));
+    const wide = nonDefaultPolicySpec(loadCampaignConfig(QUICKSTART_CONFIG, ['policy.width=2']));
+    assert.equal(wide && specKey(wide), specKey(widenSpec(defaultPolicySpec, 2)));
+    const opts = localWorkersForConfig(loadCampaignConfig(QUICKSTART_CONFIG), { policySpecFile: '/data/spec.json' });
+    assert.equal(opts.env?.DARTFLOW_POLICY_SPEC_FILE, '/data/spec.json');
+  });
+
+  it('refuses policy.kind vlm, naming the field and how to run such a campaign', () => {
+    const config = parseCampaignConfig({
+      policy: { kind: 'vlm', bcWarmStartEpisodes: 0 },
+      trainer: { demoAnchorCoef: 0 },
+    });
+    assert.throws(
+      () => localWorkersForConfig(config),
+      (e: unknown) => e instanceof ConfigError && /policy\.kind/.test(e.message) && /dartflow workers/.test(e.message)
+    );
+  });
+});
