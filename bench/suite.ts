@@ -6,7 +6,7 @@
  * whole window (its own stop rule asks for 100 %), so the curves show what comes after the goal too.
  *
  * Config: configs/quickstart.yaml with suite `all`, a behaviour-cloning start of --bc oracle demos over all
- * eight families (--bc-epochs; default 2048 × 16, a strong start: `npm run bench -- learning --bc-scale`),
+ * eight families (--bc-epochs; default 4096 × 16, a strong start: `npm run bench -- learning --bc-scale`),
  * the demonstration anchor on RL steps (trainer.demoAnchorCoef 1: without it RL erodes the families it
  * no longer trains on), a step budget for the multi-step tier-2 tasks (rollout.maxSteps 12), evaluations of
  * 32 greedy + 8 temperature-1 held-out episodes per family every 10 versions; any `section.field=value`
@@ -16,7 +16,7 @@
  * suite's first evaluation meeting every goal; every evaluation) and suite-tier{1,2}-vs-{time,episodes}.png
  * (per-family curves with the tier's goal line and the RL start) to the bench output directory (docs/bench
  * with --publish).
- * Run: npm run bench -- suite [--minutes 60] [--bc 2048] [--bc-epochs 16] [section.field=value ...]
+ * Run: npm run bench -- suite [--minutes 60] [--bc 4096] [--bc-epochs 16] [section.field=value ...]
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -59,7 +59,7 @@ export async function benchSuite(argv: string[]): Promise<void> {
       `unknown argument ${JSON.stringify(bad)}: options are --minutes, --bc, --bc-epochs, overrides section.field=value`
     );
   const minutes = positiveInt('minutes', values.minutes, 60);
-  const bc = positiveInt('bc', values.bc, 2048);
+  const bc = positiveInt('bc', values.bc, 4096);
   const bcEpochs = positiveInt('bc-epochs', values['bc-epochs'], 16);
   const overrides = [
     'campaign.suite=all',
