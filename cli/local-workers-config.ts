@@ -7,6 +7,7 @@
  * their own (`dartflow workers`, other machines) take their own flags. Pure: no processes, no I/O.
  */
 import { ConfigError } from '../config/load';
+import { envPoolConfigFromEnv } from '../envs/pool-factory';
 import { defaultPolicySpec, specForPolicy, specKey, type PolicySpec } from '../policy/spec';
 import type { CampaignConfig } from '../schemas/config';
 import type { LocalWorkersOptions } from './local-workers';
@@ -42,9 +43,31 @@ export function localWorkersForConfig(
       // Read by the policy servers only (workers/policy-server.ts); the other roles ignore them.
       DARTFLOW_POLICY_MAX_BATCH: String(policy.maxBatch),
       DARTFLOW_POLICY_MAX_WAIT_MS: String(policy.maxWaitMs),
-      ...(opts.policySpecFile ? { DARTFLOW_POLICY_SPEC_FILE: opts.policySpecFile } : {}),
+      // Always set: a DARTFLOW_POLICY_SPEC_FILE left in the shell (for servers started on their own) must not
+      // give these servers another network than the campaign's ('' = the default network).
+      DARTFLOW_POLICY_SPEC_FILE: opts.policySpecFile ?? '',
       // The config validates that a remote campaign names its env server.
       ...(env.kind === 'remote' && env.remoteEndpoint ? { DARTFLOW_ENV_URL: env.remoteEndpoint } : {}),
     },
   };
+}
+
+/**
+ * Checks, before any worker starts, that the env workers these options start can build their envs from the
+ * environment they will get (env.kind osworld needs DARTFLOW_OSWORLD_*, remote a URL): one clear error naming
+ * the field and the variable, instead of env workers that exit in their log files while the campaign waits.
+ */
+export function checkEnvWorkerSettings(opts: LocalWorkersOptions, processEnv: NodeJS.ProcessEnv): void {
+  const kind = opts.envKind ?? 'browser';
+  try {
+    envPoolConfigFromEnv({
+      ...processEnv,
+      ...opts.env,
+      DARTFLOW_ENV_KIND: kind,
+      DARTFLOW_ENV_SLOTS: String(opts.envSlots ?? 4),
+      ...(opts.simulatedProfile ? { DARTFLOW_ENV_PROFILE: opts.simulatedProfile } : {}),
+    });
+  } catch (err) {
+    throw new ConfigError(`env.kind: "${kind}": ${err instanceof Error ? err.message : String(err)}`);
+  }
 }

@@ -23,6 +23,7 @@ import { evaluateWorkflow, precollectWorkflow } from '../workflows';
 import { readLineage } from './lineage';
 import { ALL_ROLES, ROLES, startLocalWorkers, type LocalWorkers, type Role } from './local-workers';
 import { envPoolConfigFromEnv } from '../envs/pool-factory';
+import { validateSpec } from '../policy/spec';
 
 /** Env kinds `dartflow workers --env-kind` starts (remote and osworld read DARTFLOW_ENV_* / DARTFLOW_OSWORLD_*). */
 const ENV_KINDS = ['browser', 'simulated', 'remote', 'osworld'] as const;
@@ -37,12 +38,15 @@ const USAGE = `usage: dartflow <command> [options]
 infrastructure
   infra up | down | status           start (or reuse) / stop / show the local Temporal dev server and MinIO
   workers [--roles r1,r2] [--env-workers N] [--env-slots N] [--env-kind browser|simulated|remote|osworld] [--policy-servers M]
-          [--policy-port P]          run roles (orchestrator, env, trainer, policy) here as child processes;
+          [--policy-port P] [--spec-file F]
+                                     run roles (orchestrator, env, trainer, policy) here as child processes;
           [--vlm-base-model DIR]     policy servers listen on P, P+1, … (default 8700). SIGINT, SIGTERM or
           [--vlm-world-size N]       SIGHUP stops every role and its Chromium. Role trainer-vlm (never a
                                      default): the Python VLM trainer on queue trainer-vlm, for the model in
                                      DIR (or DARTFLOW_VLM_BASE_MODEL), training data-parallel (FSDP) over N
-                                     processes (default 1; on GPUs: one per GPU)
+                                     processes (default 1; on GPUs: one per GPU). --spec-file: the network the
+                                     policy servers serve when a campaign sets policy.width ≠ 1 or
+                                     policy.clickMaxContext (a PolicySpec JSON; npm start writes one)
   env-server [--port P] [--slots N]  serve browser envs over the remote env protocol (docs/env-protocol.openapi.yaml)
   viewer [--port 8300] [--host 127.0.0.1] [--token T]
                                      read-only web viewer of campaigns and trajectories (docs/viewer.md)
@@ -444,9 +448,20 @@ async function workersCommand(args: string[]): Promise<void> {
       'policy-port': { type: 'string' },
       'vlm-base-model': { type: 'string' },
       'vlm-world-size': { type: 'string' },
+      'spec-file': { type: 'string' },
     },
   });
   const roles = (values.roles ? values.roles.split(',') : ROLES) as Role[];
+  // Read the spec here, so a missing or invalid file is one clear error before any server starts.
+  if (values['spec-file']) {
+    try {
+      validateSpec(JSON.parse(fs.readFileSync(values['spec-file'], 'utf8')));
+    } catch (err) {
+      throw new Error(
+        `--spec-file ${values['spec-file']}: not a policy spec (${err instanceof Error ? err.message : String(err)})`
+      );
+    }
+  }
   for (const r of roles)
     if (!ALL_ROLES.includes(r)) throw new Error(`unknown role "${r}" (roles: ${ALL_ROLES.join(', ')})`);
   if (values['vlm-world-size'] !== undefined && !roles.includes('trainer-vlm'))
@@ -468,6 +483,9 @@ async function workersCommand(args: string[]): Promise<void> {
     ...(values['vlm-base-model'] ? { vlmBaseModel: values['vlm-base-model'] } : {}),
     vlmWorldSize: intFlag('vlm-world-size', values['vlm-world-size'], 1),
     echo: true,
+    // The network the policy servers serve when it is not the default (policy.width ≠ 1, policy.clickMaxContext):
+    // a PolicySpec JSON file (npm start writes one to <data dir>/policy-specs/<campaign>.json).
+    ...(values['spec-file'] ? { env: { DARTFLOW_POLICY_SPEC_FILE: path.resolve(values['spec-file']) } } : {}),
   } as const;
   // Listen before the children exist: a signal that arrives while they start must still stop them.
   // (Signal handlers run on a later tick, by when `workers` is assigned.)

@@ -239,7 +239,7 @@ export const PolicySchema = z
       .boolean()
       .default(false)
       .describe(
-        "Embedded CNN: also adds the feature map's global max to every click logit's context (+1,024 weights at width 1, zero at init), so a small thing anywhere on the page — one named checkbox still unticked — reaches the Submit click at full strength instead of diluted by the mean (policy/spec.ts). `npm start` gives its policy servers this network; policy servers started on their own need it in --spec-file (or DARTFLOW_POLICY_SPEC_FILE), as for width ≠ 1."
+        "Embedded CNN: also adds the feature map's global max to every click logit's context (+1,024 weights at width 1, zero at init), so a small thing anywhere on the page — one named checkbox still unticked — reaches the Submit click at full strength instead of diluted by the mean (policy/spec.ts). `npm start` gives its policy servers this network; policy servers started on their own need it as a spec file (`dartflow workers --spec-file F` or DARTFLOW_POLICY_SPEC_FILE; npm start writes one to <data dir>/policy-specs/), as for width ≠ 1. Measured: no gain in cloning alone (docs/benchmarks.md, section The whole suite from 4,096 demos)."
       ),
     servers: posInt
       .default(1)
@@ -309,13 +309,13 @@ export const EnvSchema = z
     slotsPerWorker: posInt
       .default(4)
       .describe(
-        'Envs (browser contexts) per env worker `npm start` runs (workers started on their own: --env-slots or DARTFLOW_ENV_SLOTS). A rollout.envConcurrency below workers × slots leaves slots idle.'
+        'Envs (browser contexts) per env worker `npm start` runs (workers started on their own: `dartflow workers --env-slots`, or DARTFLOW_ENV_SLOTS for workers/env-worker.ts). A rollout.envConcurrency below workers × slots leaves slots idle.'
       ),
     remoteEndpoint: z
       .url()
       .optional()
       .describe(
-        'kind = remote: the env server (`dartflow env-server`) the env workers `npm start` runs connect to (workers started on their own: DARTFLOW_ENV_URL).'
+        'kind = remote: the env server (`dartflow env-server`) the env workers `npm start` runs connect to, with the token in DARTFLOW_ENV_TOKEN (workers started on their own: DARTFLOW_ENV_URL).'
       ),
     simulatedProfile: z
       .enum(['fast', 'browser', 'osworld'])
@@ -438,6 +438,13 @@ export const CampaignConfigSchema = z
         path: ['trainer', 'targetKl'],
         message:
           'applies only to the embedded trainer (it stops later minibatch updates; the VLM trainer makes one update per step): set trainer.targetKl: null and anchor with trainer.klBeta',
+      });
+    }
+    if (cfg.policy.kind === 'vlm' && cfg.policy.clickMaxContext) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['policy', 'clickMaxContext'],
+        message: 'is an option of the embedded CNN; a VLM campaign has no click context: remove it',
       });
     }
     if (cfg.policy.kind === 'vlm' && cfg.trainer.demoAnchorCoef > 0) {

@@ -51,7 +51,6 @@ const TrainGroupRefSchema = z.object({
     )
     .min(1),
 });
-/** The trainStep activity's input (also the source of the Python trainer's JSON Schema: scripts/gen-python-schemas.ts). */
 /** The campaign's policy settings a trainer activity needs: the initial weights' seed and the architecture. */
 export const PolicyArchInputSchema = z.object({
   seed: z.number().int(),
@@ -59,6 +58,8 @@ export const PolicyArchInputSchema = z.object({
   /** policy.clickMaxContext; absent (= false) in inputs of campaigns from before it. */
   clickMaxContext: z.boolean().optional(),
 });
+
+/** The trainStep activity's input (also the source of the Python trainer's JSON Schema: scripts/gen-python-schemas.ts). */
 
 export const TrainStepInputSchema = z.object({
   campaignId: z.string().min(1),
@@ -87,9 +88,9 @@ export type BehaviourCloneInput = z.input<typeof BehaviourCloneInputSchema>;
 export interface TrainerDeps {
   store: ObjectStore;
   /**
-   * The embedded policy's architecture, when it is not the campaign's default for `policy.width`
-   * (benchmarks such as the issue-14 policy A/B run other specs in the same process). Checkpoints are
-   * checked against it as against the default.
+   * The embedded policy's architecture, when it is not the one the input's policy settings select
+   * (`policy.width`, `policy.clickMaxContext`: benchmarks such as the issue-14 policy A/B run other specs in
+   * the same process). Checkpoints are checked against it as against the selected one.
    */
   spec?: PolicySpec;
   /** ORT intra-op threads for the train session. */

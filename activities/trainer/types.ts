@@ -25,7 +25,8 @@ export interface TrainStepInput {
   allowedVersions?: number[];
   /** Reference policy of the KL term: the initial model (v0) or the behaviour-cloned warm start. */
   referenceVersion?: number;
-  policy: Pick<CampaignConfig['policy'], 'seed' | 'width'>;
+  /** The initial weights' seed and the architecture (policy.width, policy.clickMaxContext: policy/spec.ts specForPolicy). */
+  policy: Pick<CampaignConfig['policy'], 'seed' | 'width'> & { clickMaxContext?: boolean };
   /**
    * Benchmarks only: the step is held until it has taken at least this long (a DART-sized trainer on a
    * small policy; trainer.simulatedStepSeconds × env.simulatedTimeScale). The real step still runs.

@@ -95,7 +95,10 @@ export async function benchBcScale(args: string[]): Promise<void> {
   const evalEpisodes = wholeNumber('--eval', argOf(args, '--eval', '32'), 1);
   const specName = argOf(args, '--spec', 'default');
   const spec = bcScaleSpec(specName);
-  const outFile = path.join(benchOutDir(), argOf(args, '--out', 'learning-bc-scale.json'));
+  // Another network's run never overwrites the default's file.
+  const defaultOut = specName === 'default' ? 'learning-bc-scale.json' : `learning-bc-scale-${specName}.json`;
+  const outFile = path.join(benchOutDir(), argOf(args, '--out', defaultOut));
+
   const tasks = suite.taskSpecs;
   const families = tasks.map((t) => t.family);
   // The cloning rate and minibatch of the campaigns that use these starts (configs/quickstart.yaml).
@@ -161,7 +164,7 @@ export async function benchBcScale(args: string[]): Promise<void> {
   const png = outFile.replace(/\.json$/, '.png');
   await writeSvgAsPng(
     lineChartSvg(bcScaleSeries(out.rows, families), {
-      title: `behaviour cloning alone on suite \`${suite.id}\`: held-out greedy success (${evalEpisodes} per family)`,
+      title: `behaviour cloning alone on suite \`${suite.id}\` (${specName} network): held-out greedy success (${evalEpisodes} per family)`,
       xLabel: 'oracle demos (all families)',
       yLabel: 'greedy success %',
       yMin: 0,

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startLocalWorkers, type LocalWorkers } from '../../cli/local-workers';
-import { localWorkersForConfig, nonDefaultPolicySpec } from '../../cli/local-workers-config';
+import { checkEnvWorkerSettings, localWorkersForConfig, nonDefaultPolicySpec } from '../../cli/local-workers-config';
 import { watchCampaign } from '../../cli/main';
 import { DartflowClient } from '../../client/dartflow-client';
 import type { CampaignResult } from '../../workflows/campaign';
@@ -45,13 +45,14 @@ export async function runQuickstartCampaign(
   // The config's env and policy sections say which workers (defaults: 1 env worker of 4 browser
   // contexts, 1 policy server); `npm start -- env.slotsPerWorker=8` changes them like any other field.
   const spec = nonDefaultPolicySpec(config);
-  let policySpecFile: string | undefined;
-  if (spec) {
-    policySpecFile = path.join(settings.dataDir, 'policy-specs', `${config.campaign.id}.json`);
+  const policySpecFile = spec ? path.join(settings.dataDir, 'policy-specs', `${config.campaign.id}.json`) : undefined;
+  const workerOptions = localWorkersForConfig(config, policySpecFile ? { policySpecFile } : {});
+  checkEnvWorkerSettings(workerOptions, process.env);
+  if (spec && policySpecFile) {
     fs.mkdirSync(path.dirname(policySpecFile), { recursive: true });
     fs.writeFileSync(policySpecFile, JSON.stringify(spec, null, 2));
   }
-  const workers: LocalWorkers = startLocalWorkers(settings, localWorkersForConfig(config, { policySpecFile }));
+  const workers: LocalWorkers = startLocalWorkers(settings, workerOptions);
   log(
     `[start] workers: ${workers.children.map((c) => c.name).join(', ')} (logs in ${path.join(settings.dataDir, 'logs')})`
   );

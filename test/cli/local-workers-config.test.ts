@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { localWorkersForConfig, nonDefaultPolicySpec } from '../../cli/local-workers-config';
+import { checkEnvWorkerSettings, localWorkersForConfig, nonDefaultPolicySpec } from '../../cli/local-workers-config';
 import { maxContextPolicySpec, specKey, widenSpec, defaultPolicySpec } from '../../policy/spec';
 import { ConfigError, loadCampaignConfig, parseCampaignConfig } from '../../config/load';
 import { QUICKSTART_CONFIG } from '../../scripts/lib/quickstart-campaign';
@@ -19,7 +19,7 @@ describe('localWorkersForConfig', () => {
       envSlots: 4,
       envKind: 'browser',
       policyServers: 1,
-      env: { DARTFLOW_POLICY_MAX_BATCH: '32', DARTFLOW_POLICY_MAX_WAIT_MS: '2' },
+      env: { DARTFLOW_POLICY_MAX_BATCH: '32', DARTFLOW_POLICY_MAX_WAIT_MS: '2', DARTFLOW_POLICY_SPEC_FILE: '' },
     });
   });
 
@@ -43,7 +43,7 @@ describe('localWorkersForConfig', () => {
       simulatedProfile: 'osworld',
       simulatedTimeScale: 0.2,
       policyServers: 2,
-      env: { DARTFLOW_POLICY_MAX_BATCH: '16', DARTFLOW_POLICY_MAX_WAIT_MS: '5' },
+      env: { DARTFLOW_POLICY_MAX_BATCH: '16', DARTFLOW_POLICY_MAX_WAIT_MS: '5', DARTFLOW_POLICY_SPEC_FILE: '' },
     });
   });
 
@@ -65,11 +65,38 @@ describe('localWorkersForConfig', () => {
     assert.equal(opts.env?.DARTFLOW_POLICY_SPEC_FILE, '/data/spec.json');
   });
 
+  it("checks the env workers' settings before anything starts, naming the field and the missing variable", () => {
+    const osworld = localWorkersForConfig(loadCampaignConfig(QUICKSTART_CONFIG, ['env.kind=osworld']));
+    assert.throws(
+      () => checkEnvWorkerSettings(osworld, {}),
+      (e: unknown) => e instanceof ConfigError && /^env\.kind: "osworld": .*DARTFLOW_OSWORLD_/.test(e.message)
+    );
+    // The browser default and a remote campaign with its endpoint pass; the shell cannot turn them invalid.
+    assert.doesNotThrow(() =>
+      checkEnvWorkerSettings(localWorkersForConfig(loadCampaignConfig(QUICKSTART_CONFIG)), {
+        DARTFLOW_ENV_KIND: 'osworld',
+      })
+    );
+    const remote = localWorkersForConfig(
+      parseCampaignConfig({ env: { kind: 'remote', remoteEndpoint: 'http://envs.internal:8790' } })
+    );
+    assert.doesNotThrow(() => checkEnvWorkerSettings(remote, {}));
+  });
+
   it('refuses policy.kind vlm, naming the field and how to run such a campaign', () => {
     const config = parseCampaignConfig({
       policy: { kind: 'vlm', bcWarmStartEpisodes: 0 },
       trainer: { demoAnchorCoef: 0 },
     });
+    // The embedded CNN's options are refused for it at load time.
+    assert.throws(
+      () =>
+        parseCampaignConfig({
+          policy: { kind: 'vlm', bcWarmStartEpisodes: 0, clickMaxContext: true },
+          trainer: { demoAnchorCoef: 0 },
+        }),
+      (e: unknown) => e instanceof ConfigError && /policy\.clickMaxContext/.test(e.message)
+    );
     assert.throws(
       () => localWorkersForConfig(config),
       (e: unknown) => e instanceof ConfigError && /policy\.kind/.test(e.message) && /dartflow workers/.test(e.message)

@@ -140,3 +140,42 @@ test('backward graph gradients match finite differences with the global max in t
   // fail if that routing (or the ctx.max Gemm's) is wrong.
   await checkGradients(maxContextPolicySpec, 404, 2, 3);
 });
+
+test('the global max splits its gradient among tied cells so that it sums to the max gradient (uniform screen)', async () => {
+  // On a uniform screen the interior cells of h are equal: every channel's max is tied across them (a plain
+  // page background does this). Shifting film.bias moves every cell of a channel alike, so the ties stay and
+  // the loss is differentiable along it: the graph's split (1/count per tied cell) must add up to that slope.
+  const spec = maxContextPolicySpec;
+  const weights = randomWeights(spec, 505);
+  const input = randomBatch(spec, 2, 506);
+  input.obs.fill(0.5);
+  const A = numActions(spec);
+  const actions = [3, A - 5];
+  const g = Float32Array.from([1, -0.7]);
+  const entCoef = Float32Array.from([0.2, 0.1]);
+  const session = await createTrainSession(spec);
+  const { grads } = await session.gradients(weights, { ...input, actions, g, entCoef });
+  await session.release();
+  const w64 = toF64(weights);
+  const loss = (): number => referenceLoss(spec, w64, input, actions, g, entCoef);
+  const rng = mulberry32(507);
+  for (const name of ['film.bias', 'ctx.bias']) {
+    const w = w64[name]!;
+    const grad = grads[name]!;
+    const base = w.slice();
+    const d = Float64Array.from({ length: w.length }, () => normal(rng));
+    const dNorm = Math.hypot(...d);
+    let analytic = 0;
+    for (let i = 0; i < w.length; i++) analytic += (grad[i]! * d[i]!) / dNorm;
+    const eps = 1e-6;
+    for (let i = 0; i < w.length; i++) w[i] = base[i]! + (eps * d[i]!) / dNorm;
+    const lp = loss();
+    for (let i = 0; i < w.length; i++) w[i] = base[i]! - (eps * d[i]!) / dNorm;
+    const lm = loss();
+    w.set(base);
+    const fd = (lp - lm) / (2 * eps);
+    const gradNorm = Math.hypot(...grad);
+    assert.ok(gradNorm > 0, `${name}: zero gradient`);
+    assert.ok(Math.abs(fd - analytic) <= 1e-4 * gradNorm + F32_FLOOR, `${name}: fd ${fd} vs graph ${analytic}`);
+  }
+});

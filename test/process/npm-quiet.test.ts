@@ -5,8 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
 import { PROJECT_ROOT } from '../../infra/settings';
+import { legacyPolicySpec } from '../../policy/spec';
 
 function run(command: string, args: string[]): { stdout: string; stderr: string; status: number | null } {
   const r = spawnSync(command, args, { cwd: PROJECT_ROOT, encoding: 'utf8', timeout: 120_000 });
@@ -69,4 +73,25 @@ test('`dartflow workers` takes the env kind from DARTFLOW_ENV_KIND when --env-ki
     /DARTFLOW_OSWORLD_ENV_SERVERS must be set/,
     'an osworld worker was asked for, not a browser one'
   );
+});
+
+test('`dartflow workers --spec-file` refuses a missing or invalid policy spec before starting anything', () => {
+  const cli = (file: string) =>
+    spawnSync(process.execPath, ['bin/dartflow.js', 'workers', '--roles', 'policy', '--spec-file', file], {
+      cwd: PROJECT_ROOT,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+  const missing = cli('/nonexistent/spec.json');
+  assert.notEqual(missing.status, 0);
+  assert.match(missing.stderr, /--spec-file \/nonexistent\/spec\.json: not a policy spec \(ENOENT/);
+  assert.doesNotMatch(missing.stdout, /running /, 'no role was started');
+  // A spec that asks for the max context without the click context it adds to.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spec-file-'));
+  const bad = path.join(dir, 'spec.json');
+  fs.writeFileSync(bad, JSON.stringify({ ...legacyPolicySpec, clickMaxContext: true }));
+  const invalid = cli(bad);
+  assert.notEqual(invalid.status, 0);
+  assert.match(invalid.stderr, /not a policy spec \(policy spec: clickMaxContext adds to the click context/);
+  fs.rmSync(dir, { recursive: true, force: true });
 });
