@@ -239,7 +239,7 @@ export const PolicySchema = z
       .boolean()
       .default(false)
       .describe(
-        "Embedded CNN: also adds the feature map's global max to every click logit's context (+1,024 weights at width 1, zero at init), so a small thing anywhere on the page — one named checkbox still unticked — reaches the Submit click at full strength instead of diluted by the mean (policy/spec.ts). `npm start` gives its policy servers this network; policy servers started on their own need it as a spec file (`dartflow workers --spec-file F` or DARTFLOW_POLICY_SPEC_FILE; npm start writes one to <data dir>/policy-specs/), as for width ≠ 1. Measured: no gain in cloning alone (docs/benchmarks.md, section The whole suite from 4,096 demos)."
+        "Embedded CNN: also adds the feature map's global max to every click logit's context (+1,024 weights at width 1, zero at init), so a small thing anywhere on the page — one named checkbox still unticked — reaches the Submit click at full strength instead of diluted by the mean (policy/spec.ts). `npm start` gives its policy servers this network; policy servers started on their own need it as a spec file (`dartflow workers --spec-file F` or DARTFLOW_POLICY_SPEC_FILE; npm start writes one to <data dir>/policy-specs/), as for width ≠ 1. Measured: no gain, in cloning alone or in the suite bench’s RL (docs/benchmarks.md, section The whole suite from 4,096 demos)."
       ),
     servers: posInt
       .default(1)
