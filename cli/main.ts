@@ -23,7 +23,7 @@ import { evaluateWorkflow, precollectWorkflow } from '../workflows';
 import { readLineage } from './lineage';
 import { ALL_ROLES, ROLES, startLocalWorkers, type LocalWorkers, type Role } from './local-workers';
 import { envPoolConfigFromEnv } from '../envs/pool-factory';
-import { validateSpec } from '../policy/spec';
+import { readPolicySpecFile } from '../policy/spec-file';
 
 /** Env kinds `dartflow workers --env-kind` starts (remote and osworld read DARTFLOW_ENV_* / DARTFLOW_OSWORLD_*). */
 const ENV_KINDS = ['browser', 'simulated', 'remote', 'osworld'] as const;
@@ -455,7 +455,7 @@ async function workersCommand(args: string[]): Promise<void> {
   // Read the spec here, so a missing or invalid file is one clear error before any server starts.
   if (values['spec-file']) {
     try {
-      validateSpec(JSON.parse(fs.readFileSync(values['spec-file'], 'utf8')));
+      readPolicySpecFile(values['spec-file']);
     } catch (err) {
       throw new Error(
         `--spec-file ${values['spec-file']}: not a policy spec (${err instanceof Error ? err.message : String(err)})`

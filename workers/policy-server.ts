@@ -10,7 +10,6 @@
  * DARTFLOW_POLICY_MAX_BATCH, DARTFLOW_POLICY_MAX_WAIT_MS, DARTFLOW_POLICY_THREADS, DARTFLOW_POLICY_PREPROCESS_THREADS,
  * DARTFLOW_POLICY_SPEC_FILE, DARTFLOW_POLICY_ADVERTISE_URL.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
@@ -23,7 +22,8 @@ import { exitWithParent } from '../infra/parent-watch';
 import { loadInfraSettings, type InfraSettings } from '../infra/settings';
 import { payloadGuardInterceptors } from '../infra/payload-guard';
 import { connectWorker } from '../infra/temporal-connection';
-import { defaultPolicySpec, validateSpec, type PolicySpec } from '../policy/spec';
+import { defaultPolicySpec, type PolicySpec } from '../policy/spec';
+import { readPolicySpecFile } from '../policy/spec-file';
 import { latestCheckpointVersion } from '../rollout/checkpoint';
 import type { BatchEvent } from '../rollout/batcher';
 import { PolicyEngine } from '../rollout/engine';
@@ -254,8 +254,7 @@ async function recoverServedModel(
 }
 
 function readSpec(file: string | undefined): PolicySpec {
-  if (!file) return defaultPolicySpec;
-  return validateSpec(JSON.parse(fs.readFileSync(file, 'utf8')));
+  return file ? readPolicySpecFile(file) : defaultPolicySpec;
 }
 
 const num = (v: string | undefined, name: string): number | undefined => {

@@ -60,7 +60,6 @@ export const PolicyArchInputSchema = z.object({
 });
 
 /** The trainStep activity's input (also the source of the Python trainer's JSON Schema: scripts/gen-python-schemas.ts). */
-
 export const TrainStepInputSchema = z.object({
   campaignId: z.string().min(1),
   trainStep: z.number().int().positive(),

@@ -1,5 +1,6 @@
 /** trainStep's input and output (Temporal payloads: references and small summaries). Node-free. */
 import type { CampaignConfig } from '../../schemas/config';
+import type { PolicyArchitecture } from '../../policy/spec';
 
 export interface TrainGroupRef {
   groupId: string;
@@ -25,8 +26,8 @@ export interface TrainStepInput {
   allowedVersions?: number[];
   /** Reference policy of the KL term: the initial model (v0) or the behaviour-cloned warm start. */
   referenceVersion?: number;
-  /** The initial weights' seed and the architecture (policy.width, policy.clickMaxContext: policy/spec.ts specForPolicy). */
-  policy: Pick<CampaignConfig['policy'], 'seed' | 'width'> & { clickMaxContext?: boolean };
+  /** The initial weights' seed and the architecture (policy/spec.ts specForPolicy). */
+  policy: { seed: number } & PolicyArchitecture;
   /**
    * Benchmarks only: the step is held until it has taken at least this long (a DART-sized trainer on a
    * small policy; trainer.simulatedStepSeconds × env.simulatedTimeScale). The real step still runs.

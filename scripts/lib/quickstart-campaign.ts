@@ -3,12 +3,12 @@
  * every role as a local child process. Shared by `npm start` (scripts/start.ts) and the quickstart
  * learning-curve benchmarks (bench/quickstart.ts, bench/suite.ts), so they measure the same code path.
  */
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startLocalWorkers, type LocalWorkers } from '../../cli/local-workers';
 import { checkEnvWorkerSettings, localWorkersForConfig, nonDefaultPolicySpec } from '../../cli/local-workers-config';
 import { watchCampaign } from '../../cli/main';
+import { writePolicySpecFile } from '../../policy/spec-file';
 import { DartflowClient } from '../../client/dartflow-client';
 import type { CampaignResult } from '../../workflows/campaign';
 import { loadCampaignConfig } from '../../config/load';
@@ -29,7 +29,8 @@ export interface QuickstartRun {
 /**
  * Runs the quickstart campaign with config overrides (`section.field=value`) to completion: local
  * workers as the config's env and policy sections say (by default 1 env worker × 4 Chromium contexts,
- * 1 policy server; plus orchestrator and trainer), a live progress line, then the campaign's result. Ctrl-C terminates the campaign and stops the workers.
+ * 1 policy server; plus orchestrator and trainer), a live progress line, then the campaign's result.
+ * Ctrl-C terminates the campaign and stops the workers.
  */
 export async function runQuickstartCampaign(
   settings: InfraSettings,
@@ -45,13 +46,10 @@ export async function runQuickstartCampaign(
   // The config's env and policy sections say which workers (defaults: 1 env worker of 4 browser
   // contexts, 1 policy server); `npm start -- env.slotsPerWorker=8` changes them like any other field.
   const spec = nonDefaultPolicySpec(config);
-  const policySpecFile = spec ? path.join(settings.dataDir, 'policy-specs', `${config.campaign.id}.json`) : undefined;
-  const workerOptions = localWorkersForConfig(config, policySpecFile ? { policySpecFile } : {});
+  const policySpecFile = path.join(settings.dataDir, 'policy-specs', `${config.campaign.id}.json`);
+  const workerOptions = localWorkersForConfig(config, spec ? { policySpecFile } : {});
   checkEnvWorkerSettings(workerOptions, process.env);
-  if (spec && policySpecFile) {
-    fs.mkdirSync(path.dirname(policySpecFile), { recursive: true });
-    fs.writeFileSync(policySpecFile, JSON.stringify(spec, null, 2));
-  }
+  if (spec) writePolicySpecFile(policySpecFile, spec);
   const workers: LocalWorkers = startLocalWorkers(settings, workerOptions);
   log(
     `[start] workers: ${workers.children.map((c) => c.name).join(', ')} (logs in ${path.join(settings.dataDir, 'logs')})`
