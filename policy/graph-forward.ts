@@ -53,6 +53,11 @@ export interface ForwardTrace {
   clickIn: string;
   /** Present when spec.clickQuery: the instruction query q = embed·W_qᵀ [B,C]. */
   query?: string;
+  /**
+   * Present when spec.clickWordQuery: clickIn as [B,C,N] (N = G²), every word slot's masked score plus the
+   * zero floor [B,V+1,N], and their max over that axis [B,1,N] (what the click logits add).
+   */
+  wordQuery?: { flat: string; scores: string; best: string };
   pooled: string; // [B,C]
   logp: string; // [B,A]
   p: string; // [B,A]
@@ -132,6 +137,21 @@ export function emitForward(
     query = b.gemm(embed, w('query.weight')); // [B,C]
     clickMap = b.add(clickMap, b.reduceSum(b.mul(clickIn, b.unsqueeze(query, [2, 3])), [1], true)); // [B,1,G,G]
   }
+  let wordQuery: ForwardTrace['wordQuery'];
+  if (spec.clickWordQuery) {
+    // Per-word queries: score[w,cell] = W[w]·clickIn[cell] for every word slot; slots absent from the
+    // instruction get −1e9, and a zero floor row keeps an instruction without words at +0.
+    const N = G * G;
+    const flat = b.reshape(clickIn, [0, c, N]); // [B,C,N]
+    const raw = b.op('MatMul', [w('wquery.weight'), flat]); // [V,C]·[B,C,N] → [B,V,N]
+    const present = b.op('Cast', [b.op('Greater', [text, b.scalar(0)])], { to: attr.int(1) }); // [B,V]
+    const absentPenalty = b.unsqueeze(b.mul(b.sub(present, b.scalar(1)), b.scalar(1e9)), [2]); // [B,V,1]
+    const floor = b.mul(b.slice(raw, 1, 0, 1), b.scalar(0)); // [B,1,N] zeros
+    const scores = b.op('Concat', [b.add(raw, absentPenalty), floor], { axis: attr.int(1) }); // [B,V+1,N]
+    const best = b.op('ReduceMax', [scores], { axes: attr.ints([1]), keepdims: attr.int(1) }); // [B,1,N]
+    wordQuery = { flat, scores, best };
+    clickMap = b.add(clickMap, b.reshape(best, [-1, 1, G, G]));
+  }
   const click = b.op('Flatten', [clickMap], { axis: attr.int(1) });
   const tokens = b.gemm(pooled, w('token.weight'), w('token.bias'));
   let logits = b.op('Concat', [click, tokens], { axis: attr.int(1) });
@@ -159,6 +179,7 @@ export function emitForward(
     ctx,
     clickIn,
     query,
+    wordQuery,
     pooled,
     logp,
     p,

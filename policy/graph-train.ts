@@ -122,6 +122,21 @@ export function buildTrainGraph(spec: PolicySpec): Uint8Array {
     dClickIn = b.add(dClickIn, b.mul(dclick, b.unsqueeze(t.query, [2, 3])));
   }
 
+  if (t.wordQuery) {
+    // best = max over [masked word scores | 0]; the gradient goes to the entries holding the max (split
+    // among ties, e.g. every word and the floor at init), then through score = W·flat.
+    const { flat, scores, best } = t.wordQuery;
+    const V = spec.vocabSize;
+    const isMax = b.op('Cast', [b.op('Equal', [scores, best])], { to: attr.int(1) }); // [B,V+1,N]
+    const share = b.op('Div', [isMax, b.reduceSum(isMax, [1], true)]);
+    const dScores = b.slice(b.mul(share, b.reshape(dclick, [0, 1, G * G])), 1, 0, V); // [B,V,N]
+    // dW[w,c] = Σ_b Σ_n dScores[b,w,n]·flat[b,c,n]; dflat = Wᵀ·dScores.
+    const dW = b.reduceSum(b.op('MatMul', [dScores, b.transpose(flat, [0, 2, 1])]), [0], false); // [V,C]
+    grads.set('wquery.weight', dW);
+    const dFlat = b.op('MatMul', [b.transpose('wquery.weight', [1, 0]), dScores]); // [B,C,N]
+    dClickIn = b.add(dClickIn, b.reshape(dFlat, [-1, C, G, G]));
+  }
+
   let dhClick = dClickIn;
   let dpooledAll = dpooled;
   if (t.ctx) {

@@ -224,6 +224,23 @@ export function referenceForward(
       logits[b * A + j] = acc;
     }
   }
+  if (spec.clickWordQuery) {
+    // Per-word queries: + max(0, max over the instruction's words w of Σ_c W[w,c]·clickIn[c,cell]).
+    const wq = get(w, 'wquery.weight');
+    for (let b = 0; b < B; b++) {
+      const words: number[] = [];
+      for (let v = 0; v < spec.vocabSize; v++) if (batch.text[b * spec.vocabSize + v]! > 0) words.push(v);
+      for (let j = 0; j < G * G; j++) {
+        let best = 0;
+        for (const v of words) {
+          let score = 0;
+          for (let c = 0; c < C; c++) score += wq[v * C + c]! * clickIn[(b * C + c) * G * G + j]!;
+          best = Math.max(best, score);
+        }
+        logits[b * A + j]! += best;
+      }
+    }
+  }
   const tokens = linear(pooled, B, C, get(w, 'token.weight'), get(w, 'token.bias'), A - G * G);
   for (let b = 0; b < B; b++)
     for (let t = 0; t < A - G * G; t++) logits[b * A + G * G + t] = tokens[b * (A - G * G) + t]!;

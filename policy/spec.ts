@@ -113,6 +113,13 @@ export const PolicySpecSchema = z.object({
    * strength instead of diluted by the 256-cell mean. Absent = off (every spec before it).
    */
   clickMaxContext: z.boolean().optional(),
+  /**
+   * Per-word click queries: the click logit of a cell also adds max(0, max_w W_w·h'(cell)) over the words w
+   * of the instruction, each word with its own query row of W [V,C]. The summed query of clickQuery is
+   * linear in the bag of words, so "tick yellow and purple" adds the yellow and the purple query and lights
+   * every cell either partly matches; the max scores a cell by the one word it matches best. Absent = off.
+   */
+  clickWordQuery: z.boolean().optional(),
 });
 export type PolicySpec = z.infer<typeof PolicySpecSchema>;
 
@@ -163,6 +170,12 @@ export const legacyPolicySpec: PolicySpec = {
  * no named box is left unticked; docs/benchmarks.md, "The whole suite").
  */
 export const maxContextPolicySpec: PolicySpec = { ...defaultPolicySpec, clickMaxContext: true };
+
+/**
+ * The default with per-word click queries (clickWordQuery): for instructions that name several targets
+ * (tick-checkboxes: "Tick yellow and purple"), where the summed query also lights the other colours.
+ */
+export const wordQueryPolicySpec: PolicySpec = { ...defaultPolicySpec, clickWordQuery: true };
 
 /** The same architecture with every conv's channel count multiplied (the "one setting" to scale up). */
 export function widenSpec(spec: PolicySpec, factor: number): PolicySpec {
@@ -272,6 +285,8 @@ export function paramShapes(spec: PolicySpec): ParamShape[] {
   out.push({ name: 'click.weight', shape: [1, c, 1, 1], fanIn: c });
   out.push({ name: 'click.bias', shape: [1], fanIn: c });
   if (spec.clickQuery) out.push({ name: 'query.weight', shape: [c, spec.textEmbed], fanIn: spec.textEmbed });
+  // [V, C]: one query row per word slot; zero at init (weights.ts), like query.weight.
+  if (spec.clickWordQuery) out.push({ name: 'wquery.weight', shape: [spec.vocabSize, c], fanIn: c });
   out.push({ name: 'token.weight', shape: [NUM_TOKENS, c], fanIn: c });
   out.push({ name: 'token.bias', shape: [NUM_TOKENS], fanIn: c });
   // [condition, click or token]: the logit bias for repeating the previous action (see weights.ts init).
@@ -304,6 +319,7 @@ export function specKey(spec: PolicySpec): string {
     previousAction,
     clickQuery,
     clickMaxContext,
+    clickWordQuery,
   } = spec;
   return JSON.stringify({
     version,
@@ -318,6 +334,7 @@ export function specKey(spec: PolicySpec): string {
     clickQuery,
     // Only when on, so every spec from before the field keeps its key (checkpoints compare it on load).
     ...(clickMaxContext ? { clickMaxContext } : {}),
+    ...(clickWordQuery ? { clickWordQuery } : {}),
   });
 }
 

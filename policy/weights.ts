@@ -32,6 +32,8 @@ export const WEIGHTS_FORMAT = 'dartflow-policy-weights/1';
  * - ctx.row/col/global: √(1/(3C)) (fanIn 3C: three context terms are summed), so the context added to
  *   h has about h's scale and the click head sees it from the first update;
  * - ctx.max (spec.clickMaxContext): 0, so the initial policy is the same as without it (no random draws);
+ * - wquery.weight (spec.clickWordQuery): 0, for the same reason as query.weight; at 0 every word ties
+ *   with the floor of the max, so its first gradient is split evenly among the instruction's words;
  * - query.weight: 0, so the click head starts unconditioned (the same initial policy as without the
  *   query for the same seed: no random draws) and its first gradient is Σ dclick·h'(cell) ⊗ embed;
  * - head weights (click, token): 0.1/√C, so the initial policy is near uniform (high entropy), as
@@ -43,7 +45,7 @@ function initStd(name: string, fanIn: number): number {
   if (name.startsWith('conv')) return Math.sqrt(2 / fanIn);
   if (name === 'text.weight') return 1;
   if (name === 'prev.embed') return 0.5;
-  if (name === 'query.weight' || name === 'ctx.max') return 0;
+  if (name === 'query.weight' || name === 'wquery.weight' || name === 'ctx.max') return 0;
   if (name.startsWith('ctx.')) return Math.sqrt(1 / fanIn);
   return 0.1 / Math.sqrt(fanIn);
 }

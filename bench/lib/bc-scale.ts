@@ -5,8 +5,9 @@
  * campaign can have, and so how much of the suite's goal is left for RL to do.
  *
  * Run: npm run bench -- learning --bc-scale [--grid 256x8,1024x8,2048x16,4096x16] [--suite all] [--seeds 1]
- *   [--eval 32] [--spec default|max-context] [--out learning-bc-scale.json] [--publish]
- * --spec max-context clones the network with the global max in its click context (policy.clickMaxContext).
+ *   [--eval 32] [--spec default|max-context|word-query] [--out learning-bc-scale.json] [--publish]
+ * --spec max-context clones the network with the global max in its click context (policy.clickMaxContext);
+ * --spec word-query the one with per-word click queries (policy.clickWordQuery).
  * Writes <bench out dir>/learning-bc-scale.json after every point (an interrupted run keeps what it measured)
  * and learning-bc-scale.png (greedy success per family against demos, one chart line per family and epochs).
  */
@@ -18,7 +19,7 @@ import { loadInfraSettings, PROJECT_ROOT } from '../../infra/settings';
 import { lineChartSvg, writeSvgAsPng, type Series } from '../../lib/charts';
 import { ObjectStore } from '../../storage/object-store';
 import { loadSuite } from '../../tasks/loader';
-import { defaultPolicySpec, maxContextPolicySpec, type PolicySpec } from '../../policy/spec';
+import { defaultPolicySpec, maxContextPolicySpec, wordQueryPolicySpec, type PolicySpec } from '../../policy/spec';
 import { runLocalRl } from './local-rl';
 import { argOf } from './learning-sweep';
 import { benchOutDir, shownPath } from './output';
@@ -67,10 +68,11 @@ export function bcScaleSeries(rows: BcScaleRow[], families: string[]): Series[] 
   return series;
 }
 
-/** The network a --spec name clones (every option has the same initial weights for a seed but ctx.max). */
+/** The network a --spec name clones (every option has the same initial weights for a seed but its own zero-initialised tensor). */
 export const BC_SCALE_SPECS: Record<string, PolicySpec> = {
   default: defaultPolicySpec,
   'max-context': maxContextPolicySpec,
+  'word-query': wordQueryPolicySpec,
 };
 
 export function bcScaleSpec(name: string): PolicySpec {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { bcScaleSeries, bcScaleSpec, parseBcGrid, wholeNumber, type BcScaleRow } from '../../bench/lib/bc-scale';
-import { defaultPolicySpec, maxContextPolicySpec } from '../../policy/spec';
+import { defaultPolicySpec, maxContextPolicySpec, wordQueryPolicySpec } from '../../policy/spec';
 
 const row = (demos: number, epochs: number, seed: number, perFamily: Record<string, number>): BcScaleRow => ({
   demos,
@@ -26,7 +26,8 @@ describe('behaviour-cloning scale bench (bench/lib/bc-scale.ts)', () => {
     assert.throws(() => wholeNumber('--seeds', '-1', 0), /--seeds: "-1" is not an integer ≥ 0/);
     assert.equal(bcScaleSpec('default'), defaultPolicySpec);
     assert.equal(bcScaleSpec('max-context'), maxContextPolicySpec);
-    assert.throws(() => bcScaleSpec('wide'), /--spec: "wide" is not one of default, max-context/);
+    assert.equal(bcScaleSpec('word-query'), wordQueryPolicySpec);
+    assert.throws(() => bcScaleSpec('wide'), /--spec: "wide" is not one of default, max-context, word-query/);
   });
 
   it('draws one line per family and epochs, demos ascending, seeds averaged, in percent', () => {

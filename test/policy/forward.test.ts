@@ -9,6 +9,7 @@ import {
   defaultPolicySpec,
   legacyPolicySpec,
   maxContextPolicySpec,
+  wordQueryPolicySpec,
   MASK_OFF,
   numActions,
   paramCount,
@@ -61,6 +62,28 @@ test('the global max in the click context (maxContextPolicySpec) matches the ref
   const on = referenceForward(maxContextPolicySpec, weights, input).logp;
   const off = referenceForward(maxContextPolicySpec, zeroed, input).logp;
   assert.ok(maxRelErr(on, off) > 1e-2, `ctx.max changes nothing (${maxRelErr(on, off)})`);
+});
+
+test("per-word click queries (wordQueryPolicySpec) match the reference; only the instruction's words count", async () => {
+  const spec = wordQueryPolicySpec;
+  await checkAgainstReference(spec, 17, 3);
+  const weights = randomWeights(spec, 17);
+  const input = randomBatch(spec, 3, 18);
+  const zeroed = { ...weights, 'wquery.weight': new Float32Array(weights['wquery.weight']!.length) };
+  const on = referenceForward(spec, weights, input).logp;
+  assert.ok(maxRelErr(on, referenceForward(spec, zeroed, input).logp) > 1e-2, 'wquery.weight changes nothing');
+  // A word slot absent from every instruction has no effect, whatever its query row holds.
+  const C = 32;
+  const absent = Array.from({ length: spec.vocabSize }, (_, v) => v).find((v) =>
+    [0, 1, 2].every((b) => input.text[b * spec.vocabSize + v] === 0)
+  )!;
+  const other = { ...weights, 'wquery.weight': weights['wquery.weight']!.slice() };
+  other['wquery.weight'].fill(50, absent * C, (absent + 1) * C);
+  assert.deepEqual(referenceForward(spec, other, input).logp, on);
+  const session = await createInferenceSession(spec, other);
+  const out = await session.run(input);
+  await session.release();
+  assert.ok(maxRelErr(out.logp, on) < 1e-5, 'the graph lets an absent word score');
 });
 
 test('a wider and deeper spec builds, loads and matches the reference', async () => {

@@ -13,10 +13,12 @@ import {
   defaultPolicySpec,
   legacyPolicySpec,
   maxContextPolicySpec,
+  wordQueryPolicySpec,
   numActions,
   paramShapes,
   type PolicySpec,
 } from '../../policy/spec';
+import { initWeights } from '../../policy/weights';
 import { randomBatch, randomWeights, toF64 } from './helpers';
 
 const F32_FLOOR = 1e-6;
@@ -178,4 +180,43 @@ test('the global max splits its gradient among tied cells so that it sums to the
     assert.ok(gradNorm > 0, `${name}: zero gradient`);
     assert.ok(Math.abs(fd - analytic) <= 1e-4 * gradNorm + F32_FLOOR, `${name}: fd ${fd} vs graph ${analytic}`);
   }
+});
+
+test('backward graph gradients match finite differences with per-word click queries', async () => {
+  // The max over words routes each cell's gradient to its best word's query row (or to the zero floor):
+  // wquery.weight's and the trunk's checks fail if that routing is wrong.
+  await checkGradients(wordQueryPolicySpec, 606, 2, 3);
+});
+
+test("at init (all word queries 0) the first gradient is split evenly among the instruction's words", async () => {
+  const spec = wordQueryPolicySpec;
+  const weights = initWeights(spec, 707);
+  const input = randomBatch(spec, 1, 708);
+  const V = spec.vocabSize;
+  const C = 32;
+  const words = Array.from({ length: V }, (_, v) => v).filter((v) => input.text[v]! > 0);
+  assert.ok(words.length >= 2, 'the batch needs several words');
+  const session = await createTrainSession(spec);
+  const { grads } = await session.gradients(weights, {
+    ...input,
+    actions: [7],
+    g: Float32Array.of(1),
+    entCoef: Float32Array.of(0),
+  });
+  await session.release();
+  const dW = grads['wquery.weight']!;
+  const row = (v: number): number[] => Array.from(dW.subarray(v * C, (v + 1) * C));
+  assert.ok(Math.hypot(...row(words[0]!)) > 1e-6, 'no gradient reaches a present word');
+  for (const v of words.slice(1)) assert.deepEqual(row(v), row(words[0]!));
+  // The click head's 1×1 weight gets Σ_cells dclick·h'(cell); each of the k words and the floor gets 1/(k+1).
+  const share = Array.from(grads['click.weight']!, (x) => x / (words.length + 1));
+  row(words[0]!).forEach((x, c) =>
+    assert.ok(Math.abs(x - share[c]!) <= 1e-5 * Math.max(1, Math.abs(x)), `channel ${c}`)
+  );
+  for (let v = 0; v < V; v++)
+    if (!words.includes(v))
+      assert.ok(
+        row(v).every((x) => x === 0),
+        `absent word ${v}`
+      );
 });

@@ -13,6 +13,7 @@ import {
   defaultPolicySpec,
   legacyPolicySpec,
   maxContextPolicySpec,
+  wordQueryPolicySpec,
   numActions,
   paramCount,
   paramShapes,
@@ -207,5 +208,21 @@ test("the global max context (clickMaxContext) adds one C×C tensor, starts at 0
   assert.throws(
     () => validateSpec({ ...legacyPolicySpec, clickMaxContext: true }),
     /clickMaxContext adds to the click context, so it needs clickContext: true/
+  );
+});
+
+test("per-word click queries (clickWordQuery) add one V×C tensor, start at 0 and keep older specs' keys", () => {
+  const { vocabSize: V } = defaultPolicySpec;
+  assert.equal(paramCount(wordQueryPolicySpec), paramCount(defaultPolicySpec) + V * 32);
+  assert.ok(!specKey(defaultPolicySpec).includes('clickWordQuery'));
+  assert.equal(specKey({ ...defaultPolicySpec, clickWordQuery: false }), specKey(defaultPolicySpec));
+  assert.notEqual(specKey(wordQueryPolicySpec), specKey(defaultPolicySpec));
+  const on = initWeights(wordQueryPolicySpec, 6);
+  const off = initWeights(defaultPolicySpec, 6);
+  assert.ok(on['wquery.weight']!.every((v) => v === 0));
+  for (const name of Object.keys(off)) assert.deepEqual(on[name], off[name], name);
+  assert.throws(
+    () => weightsFromSafetensors(wordQueryPolicySpec, weightsToSafetensors(defaultPolicySpec, off)),
+    /written for spec/
   );
 });
