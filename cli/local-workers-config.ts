@@ -2,9 +2,9 @@
  * The workers a one-machine run (`npm start`, the quickstart bench) starts beside its campaign, read from
  * the campaign config's `env` and `policy` sections — so `env.workers`, `env.slotsPerWorker`,
  * `env.kind`, `env.remoteEndpoint`, `env.simulatedProfile`, `env.simulatedTimeScale`, `policy.servers`,
- * `policy.maxBatch`, `policy.maxWaitMs` (and the network of `policy.width` / `policy.clickMaxContext`) do
- * what docs/configuration.md says there. Workers started on
- * their own (`dartflow workers`, other machines) take their own flags. Pure: no processes, no I/O.
+ * `policy.maxBatch`, `policy.maxWaitMs` (and the network of `policy.width`, `policy.clickMaxContext` and
+ * `policy.clickWordQuery`) do what docs/configuration.md says there. Workers started on their own
+ * (`dartflow workers`, other machines) take their own flags. Pure: no processes, no I/O.
  */
 import { ConfigError } from '../config/load';
 import { envPoolConfigFromEnv } from '../envs/pool-factory';
@@ -14,8 +14,8 @@ import type { LocalWorkersOptions } from './local-workers';
 
 /**
  * The network the campaign's policy servers must serve when it is not the default one (policy.width ≠ 1,
- * policy.clickMaxContext): the caller writes it to a file the servers read (DARTFLOW_POLICY_SPEC_FILE),
- * as they start before the campaign's first checkpoint exists. Undefined for the default network.
+ * policy.clickMaxContext, policy.clickWordQuery): the caller writes it to a file the servers read
+ * (DARTFLOW_POLICY_SPEC_FILE), as they start before the campaign's first checkpoint exists. Undefined for the default network.
  */
 export function nonDefaultPolicySpec(config: CampaignConfig): PolicySpec | undefined {
   const spec = specForPolicy(config.policy);

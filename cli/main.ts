@@ -46,7 +46,7 @@ infrastructure
                                      DIR (or DARTFLOW_VLM_BASE_MODEL), training data-parallel (FSDP) over N
                                      processes (default 1; on GPUs: one per GPU). --spec-file: the network the
                                      policy servers serve when a campaign sets policy.width ≠ 1 or
-                                     policy.clickMaxContext (a PolicySpec JSON; npm start writes one)
+                                     policy.clickMaxContext / clickWordQuery (a PolicySpec JSON; npm start writes one)
   env-server [--port P] [--slots N]  serve browser envs over the remote env protocol (docs/env-protocol.openapi.yaml)
   viewer [--port 8300] [--host 127.0.0.1] [--token T]
                                      read-only web viewer of campaigns and trajectories (docs/viewer.md)
@@ -483,7 +483,7 @@ async function workersCommand(args: string[]): Promise<void> {
     ...(values['vlm-base-model'] ? { vlmBaseModel: values['vlm-base-model'] } : {}),
     vlmWorldSize: intFlag('vlm-world-size', values['vlm-world-size'], 1),
     echo: true,
-    // The network the policy servers serve when it is not the default (policy.width ≠ 1, policy.clickMaxContext):
+    // The network the policy servers serve when it is not the default (policy.width ≠ 1, clickMaxContext, clickWordQuery):
     // a PolicySpec JSON file (npm start writes one to <data dir>/policy-specs/<campaign>.json).
     ...(values['spec-file'] ? { env: { DARTFLOW_POLICY_SPEC_FILE: path.resolve(values['spec-file']) } } : {}),
   } as const;

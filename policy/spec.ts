@@ -185,15 +185,21 @@ export function widenSpec(spec: PolicySpec, factor: number): PolicySpec {
   };
 }
 
-/** A campaign's architecture settings (CampaignConfig policy.width and policy.clickMaxContext). */
+/** A campaign's architecture settings (CampaignConfig policy.width, policy.clickMaxContext, policy.clickWordQuery). */
 export interface PolicyArchitecture {
   width: number;
   clickMaxContext?: boolean;
+  clickWordQuery?: boolean;
 }
 
-/** The embedded network a campaign's settings select: the default, widened and/or with the max context. */
+/** The embedded network a campaign's settings select: the default, widened and/or with its options on. */
 export function specForPolicy(arch: PolicyArchitecture): PolicySpec {
-  const base = arch.clickMaxContext ? maxContextPolicySpec : defaultPolicySpec;
+  const base: PolicySpec = {
+    ...defaultPolicySpec,
+    // Set only when on, so that the default's key and spec files stay as they were.
+    ...(arch.clickMaxContext ? { clickMaxContext: true } : {}),
+    ...(arch.clickWordQuery ? { clickWordQuery: true } : {}),
+  };
   return arch.width === 1 ? base : widenSpec(base, arch.width);
 }
 

@@ -68,7 +68,7 @@ export async function readCheckpoint(
   if (manifest.specHash !== want) {
     throw reject(
       'mismatch',
-      `checkpoint spec hash ${manifest.specHash} ≠ this server's ${want} (another architecture: a campaign with policy.width ≠ 1 or policy.clickMaxContext needs its network in the server's --spec-file / DARTFLOW_POLICY_SPEC_FILE; npm start writes it)`
+      `checkpoint spec hash ${manifest.specHash} ≠ this server's ${want} (another architecture: a campaign with policy.width ≠ 1, policy.clickMaxContext or policy.clickWordQuery needs its network in the server's --spec-file / DARTFLOW_POLICY_SPEC_FILE; npm start writes it)`
     );
   }
   let decoded;

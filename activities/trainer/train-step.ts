@@ -57,6 +57,8 @@ export const PolicyArchInputSchema = z.object({
   width: z.number().int().positive(),
   /** policy.clickMaxContext; absent (= false) in inputs of campaigns from before it. */
   clickMaxContext: z.boolean().optional(),
+  /** policy.clickWordQuery; absent (= false) in inputs of campaigns from before it. */
+  clickWordQuery: z.boolean().optional(),
 });
 
 /** The trainStep activity's input (also the source of the Python trainer's JSON Schema: scripts/gen-python-schemas.ts). */

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { checkEnvWorkerSettings, localWorkersForConfig, nonDefaultPolicySpec } from '../../cli/local-workers-config';
-import { maxContextPolicySpec, specKey, widenSpec, defaultPolicySpec } from '../../policy/spec';
+import { maxContextPolicySpec, specKey, widenSpec, defaultPolicySpec, wordQueryPolicySpec } from '../../policy/spec';
 import { ConfigError, loadCampaignConfig, parseCampaignConfig } from '../../config/load';
 import { QUICKSTART_CONFIG } from '../../scripts/lib/quickstart-campaign';
 
@@ -59,6 +59,8 @@ describe('localWorkersForConfig', () => {
     assert.equal(nonDefaultPolicySpec(loadCampaignConfig(QUICKSTART_CONFIG)), undefined);
     const maxContext = nonDefaultPolicySpec(loadCampaignConfig(QUICKSTART_CONFIG, ['policy.clickMaxContext=true']));
     assert.equal(maxContext && specKey(maxContext), specKey(maxContextPolicySpec));
+    const wordQuery = nonDefaultPolicySpec(loadCampaignConfig(QUICKSTART_CONFIG, ['policy.clickWordQuery=true']));
+    assert.equal(wordQuery && specKey(wordQuery), specKey(wordQueryPolicySpec));
     const wide = nonDefaultPolicySpec(loadCampaignConfig(QUICKSTART_CONFIG, ['policy.width=2']));
     assert.equal(wide && specKey(wide), specKey(widenSpec(defaultPolicySpec, 2)));
     const opts = localWorkersForConfig(loadCampaignConfig(QUICKSTART_CONFIG), { policySpecFile: '/data/spec.json' });
@@ -96,6 +98,15 @@ describe('localWorkersForConfig', () => {
           trainer: { demoAnchorCoef: 0 },
         }),
       (e: unknown) => e instanceof ConfigError && /policy\.clickMaxContext/.test(e.message)
+    );
+    assert.throws(
+      () =>
+        parseCampaignConfig({
+          policy: { kind: 'vlm', bcWarmStartEpisodes: 0, clickWordQuery: true },
+          trainer: { demoAnchorCoef: 0 },
+        }),
+      (e: unknown) =>
+        e instanceof ConfigError && /policy\.clickWordQuery: got true; is an option of the embedded CNN/.test(e.message)
     );
     assert.throws(
       () => localWorkersForConfig(config),

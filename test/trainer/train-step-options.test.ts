@@ -8,7 +8,14 @@ import { ensureInitialCheckpoint, loadCheckpoint } from '../../activities/traine
 import { runTrainStep, specForWidth } from '../../activities/trainer/train-step';
 import type { TrainStepInput } from '../../activities/trainer/types';
 import { parseCampaignConfig } from '../../config/load';
-import { defaultPolicySpec, legacyPolicySpec, maxContextPolicySpec, specForPolicy, specKey } from '../../policy/spec';
+import {
+  defaultPolicySpec,
+  legacyPolicySpec,
+  maxContextPolicySpec,
+  specForPolicy,
+  specKey,
+  wordQueryPolicySpec,
+} from '../../policy/spec';
 import { trainerPolicyOf } from '../../workflows/logic/campaign-state';
 import type { ObjectStore } from '../../storage/object-store';
 import { freshBucket } from '../helpers/infra';
@@ -120,34 +127,41 @@ test('TrainerDeps.spec: a train step on a non-default architecture needs no chan
   await assert.rejects(runTrainStep({ store }, input(campaignId, 2, 1, groups)));
 });
 
-test('policy.clickMaxContext reaches the trainer through its input: the step trains ctx.max of that network', async () => {
-  const campaignId = 'max-context';
-  const config = parseCampaignConfig({ policy: { clickMaxContext: true } });
-  const policy = trainerPolicyOf(config);
-  assert.deepEqual(policy, { seed: 0, width: 1, clickMaxContext: true });
-  // Other campaigns' trainer inputs are unchanged (no new field).
-  assert.deepEqual(trainerPolicyOf(parseCampaignConfig({})), { seed: 0, width: 1 });
-  const spec = specForPolicy(config.policy);
-  assert.equal(specKey(spec), specKey(maxContextPolicySpec));
-  await ensureInitialCheckpoint(store, campaignId, spec, 0);
-  const v0 = await loadCheckpoint(store, campaignId, 0, spec);
-  const { groups } = await writeSyntheticGroups(store, spec, v0.weights, {
-    campaignId,
-    groups: 8,
-    perGroup: 8,
-    policyVersion: 0,
-    seed: 3,
+const architectureOptions = [
+  { option: 'clickMaxContext', tensor: 'ctx.max', spec: maxContextPolicySpec },
+  { option: 'clickWordQuery', tensor: 'wquery.weight', spec: wordQueryPolicySpec },
+] as const;
+
+for (const { option, tensor, spec: expected } of architectureOptions) {
+  test(`policy.${option} reaches the trainer through its input: the step trains ${tensor} of that network`, async () => {
+    const campaignId = `option-${option}`;
+    const config = parseCampaignConfig({ policy: { [option]: true } });
+    const policy = trainerPolicyOf(config);
+    assert.deepEqual(policy, { seed: 0, width: 1, [option]: true });
+    // Other campaigns' trainer inputs are unchanged (no new field).
+    assert.deepEqual(trainerPolicyOf(parseCampaignConfig({})), { seed: 0, width: 1 });
+    const spec = specForPolicy(config.policy);
+    assert.equal(specKey(spec), specKey(expected));
+    await ensureInitialCheckpoint(store, campaignId, spec, 0);
+    const v0 = await loadCheckpoint(store, campaignId, 0, spec);
+    const { groups } = await writeSyntheticGroups(store, spec, v0.weights, {
+      campaignId,
+      groups: 8,
+      perGroup: 8,
+      policyVersion: 0,
+      seed: 3,
+    });
+    // No TrainerDeps.spec: the input's policy settings select the network.
+    const r = await runTrainStep({ store }, { ...input(campaignId, 1, 0, groups), policy });
+    assert.equal(r.version, 1);
+    assert.ok((r.metrics.gradNorm ?? 0) > 0, 'the synthetic groups carry a learning signal');
+    const v1 = await loadCheckpoint(store, campaignId, 1, spec);
+    assert.ok(v0.weights[tensor]!.every((v) => v === 0));
+    assert.ok(
+      v1.weights[tensor]!.some((v) => v !== 0),
+      `${tensor} got a gradient and moved`
+    );
+    // Without the setting, the default network refuses this campaign's checkpoint.
+    await assert.rejects(runTrainStep({ store }, input(campaignId, 2, 1, groups)));
   });
-  // No TrainerDeps.spec: the input's policy settings select the network.
-  const r = await runTrainStep({ store }, { ...input(campaignId, 1, 0, groups), policy });
-  assert.equal(r.version, 1);
-  assert.ok((r.metrics.gradNorm ?? 0) > 0, 'the synthetic groups carry a learning signal');
-  const v1 = await loadCheckpoint(store, campaignId, 1, spec);
-  assert.ok(v0.weights['ctx.max']!.every((v) => v === 0));
-  assert.ok(
-    v1.weights['ctx.max']!.some((v) => v !== 0),
-    'ctx.max got a gradient and moved'
-  );
-  // Without the setting, the default network refuses this campaign's checkpoint.
-  await assert.rejects(runTrainStep({ store }, input(campaignId, 2, 1, groups)));
-});
+}

@@ -641,14 +641,20 @@ export function recordEval(s: CampaignState, point: EvalPoint): void {
 }
 
 /**
- * The policy settings the trainer's activities get (seed and architecture). clickMaxContext only when on,
- * so the inputs of every other campaign stay what they were.
+ * The policy settings the trainer's activities get (seed and architecture). clickMaxContext and
+ * clickWordQuery only when on, so the inputs of every other campaign stay what they were.
  */
-export function trainerPolicyOf(c: CampaignConfig): { seed: number; width: number; clickMaxContext?: true } {
+export function trainerPolicyOf(c: CampaignConfig): {
+  seed: number;
+  width: number;
+  clickMaxContext?: true;
+  clickWordQuery?: true;
+} {
   return {
     seed: c.policy.seed,
     width: c.policy.width,
     ...(c.policy.clickMaxContext ? { clickMaxContext: true as const } : {}),
+    ...(c.policy.clickWordQuery ? { clickWordQuery: true as const } : {}),
   };
 }
 
