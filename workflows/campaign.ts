@@ -80,6 +80,7 @@ import {
 import { startEval as beginEval, startRollout as beginRollout, tick, type CampaignAction } from './logic/campaign-loop';
 import { addVersion } from './logic/lineage';
 import { loadCarriedState, stateBytes, STATE_INLINE_LIMIT_BYTES } from './logic/state-schema';
+import { demoTaskOrder } from './logic/demo-schedule';
 import {
   assignGroupsSignal,
   evalFinishedSignal,
@@ -925,12 +926,17 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
     const groups = Math.ceil(want / perGroup);
     const lanes = Math.max(1, Math.floor(s.config.rollout.envConcurrency / perGroup));
     const demos: GroupSummary[] = [];
+    const taskOrder = demoTaskOrder(
+      s.tasks.map((t) => t.id),
+      s.config.policy.bcTaskWeights,
+      groups
+    );
     let next = 0;
     const lane = async () => {
       while (next < groups && !s.stopRequested) {
         await condition(() => !s.paused || s.stopRequested);
         const i = next++;
-        const task = s.tasks[i % s.tasks.length]!;
+        const task = s.tasks[taskOrder[i]!]!;
         const groupId = `${s.campaignId}-demo${String(i).padStart(5, '0')}`;
         const span = task.trainSeeds.to - task.trainSeeds.from - perGroup;
         demos.push(

@@ -14,6 +14,7 @@ import type { TaskSpec } from '../../tasks/schema';
 import { parseSuiteLocation } from '../../tasks/suite-location';
 import { loadSuiteFromStore } from '../../tasks/store-suite';
 import type { TaskRef } from '../../workflows/logic/campaign-state';
+import { unknownWeightedTasks } from '../../workflows/logic/demo-schedule';
 
 export interface CampaignSetupDeps {
   store: ObjectStore;
@@ -39,6 +40,16 @@ export function createCampaignSetupActivities(deps: CampaignSetupDeps) {
         throw err;
       }
       const refs = suite.taskSpecs.map(taskRefOf);
+      const unknown = unknownWeightedTasks(
+        refs.map((r) => r.id),
+        config.policy.bcTaskWeights
+      );
+      if (unknown.length > 0)
+        throw ApplicationFailure.nonRetryable(
+          `policy.bcTaskWeights names ${unknown.map((id) => JSON.stringify(id)).join(', ')}, not a task of suite ` +
+            `${JSON.stringify(config.campaign.suite)} (its tasks: ${refs.map((r) => r.id).join(', ')}): fix or remove the key`,
+          'ConfigError'
+        );
       await deps.store.ensureBucket();
       const initialVersion = await deps.ensureInitialCheckpoint(config.campaign.id, config);
       const poolSizes: Record<string, number> = {};

@@ -109,3 +109,30 @@ test('a bad MinIO suite is a non-retryable TaskConfigError naming the object or 
     await cleanup();
   }
 });
+
+test('policy.bcTaskWeights naming no task of the suite is a non-retryable ConfigError naming the key and the tasks', async () => {
+  const { store, cleanup } = await freshBucket('bcweights');
+  try {
+    const { prepareCampaign } = setup(store);
+    const config = (weights: Record<string, number>) =>
+      parseCampaignConfig({ campaign: { id: 'weights', suite: 'quickstart' }, policy: { bcTaskWeights: weights } });
+    await assert.rejects(
+      () => prepareCampaign({ config: config({ 'click-colour': 2, 'click-colur': 3 }) }),
+      (err: unknown) => {
+        assert.ok(err instanceof ApplicationFailure, String(err));
+        assert.equal(err.type, 'ConfigError');
+        assert.equal(err.nonRetryable, true);
+        assert.match(err.message, /policy\.bcTaskWeights names "click-colur", not a task of suite "quickstart"/);
+        assert.match(err.message, /its tasks: click-target, click-colour/);
+        return true;
+      }
+    );
+    const ok = await prepareCampaign({ config: config({ 'click-colour': 2 }) });
+    assert.deepEqual(
+      ok.tasks.map((t) => t.id),
+      ['click-target', 'click-colour']
+    );
+  } finally {
+    await cleanup();
+  }
+});
