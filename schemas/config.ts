@@ -245,7 +245,7 @@ export const PolicySchema = z
       .boolean()
       .default(false)
       .describe(
-        'Embedded CNN: per-word click queries (+V×C = 4,096 weights at width 1, zero at init): every click logit also adds the best match over the instruction words of one query per word, max(0, max_w W_w·h(cell)), so an instruction naming several colours (tick-checkboxes) scores a cell by the one word it matches best instead of by the sum of all colour queries (policy/spec.ts). Policy servers need its network as for clickMaxContext (npm start writes the spec file). Measured effect: docs/benchmarks.md, section Per-word click queries.'
+        'Embedded CNN: per-word click queries (+V×C = 4,096 weights at width 1, zero at init): every click logit also adds the best match over the instruction words of one query per word, max(0, max_w W_w·h(cell)), so an instruction naming several colours (tick-checkboxes) scores a cell by the one word it matches best instead of by the sum of all colour queries (policy/spec.ts). Policy servers need its network as for clickMaxContext (npm start writes the spec file). Measured: no gain in cloning (tick-checkboxes 61 % against 55-61 % without; docs/benchmarks.md, section Per-word click queries).'
       ),
     servers: posInt
       .default(1)
