@@ -6,7 +6,9 @@
  * whole window (its own stop rule asks for 100 %), so the curves show what comes after the goal too.
  *
  * Config: configs/quickstart.yaml with suite `all`, a behaviour-cloning start of --bc oracle demos over all
- * eight families (--bc-epochs; default 4096 × 16, a strong start: `npm run bench -- learning --bc-scale`),
+ * eight families (--bc-epochs; default 6144 × 16, a strong start: `npm run bench -- learning --bc-scale`),
+ * five shares of them for tick-checkboxes and one for each other family (policy.bcTaskWeights: 2,560 and 512
+ * demos; in an even 4,096-demo mix tick-checkboxes cloned to 55–61 %, alone from 2,048 to 92 %),
  * the demonstration anchor on RL steps (trainer.demoAnchorCoef 1: without it RL erodes the families it
  * no longer trains on), a step budget for the multi-step tier-2 tasks (rollout.maxSteps 12), evaluations of
  * 32 greedy + 8 temperature-1 held-out episodes per family every 10 versions; any `section.field=value`
@@ -16,7 +18,8 @@
  * suite's first evaluation meeting every goal; every evaluation) and suite-tier{1,2}-vs-{time,episodes}.png
  * (per-family curves with the tier's goal line and the RL start) to the bench output directory (docs/bench
  * with --publish).
- * Run: npm run bench -- suite [--minutes 60] [--bc 4096] [--bc-epochs 16] [section.field=value ...]
+ * Run: npm run bench -- suite [--minutes 60] [--bc 6144] [--bc-epochs 16] [section.field=value ...]
+ * (policy.bcTaskWeights={} spends the demos evenly)
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -59,7 +62,7 @@ export async function benchSuite(argv: string[]): Promise<void> {
       `unknown argument ${JSON.stringify(bad)}: options are --minutes, --bc, --bc-epochs, overrides section.field=value`
     );
   const minutes = positiveInt('minutes', values.minutes, 60);
-  const bc = positiveInt('bc', values.bc, 4096);
+  const bc = positiveInt('bc', values.bc, 6144);
   const bcEpochs = positiveInt('bc-epochs', values['bc-epochs'], 16);
   const overrides = [
     'campaign.suite=all',
@@ -71,6 +74,8 @@ export async function benchSuite(argv: string[]): Promise<void> {
     'rollout.maxSteps=12',
     `policy.bcWarmStartEpisodes=${bc}`,
     `policy.bcEpochs=${bcEpochs}`,
+    // Demonstrations where cloning needs them (docs/benchmarks.md, "Demonstrations where cloning needs them").
+    'policy.bcTaskWeights.tick-checkboxes=5',
     'eval.episodesPerTask=32',
     'eval.sampledEpisodesPerTask=8',
     'eval.everyVersions=10',
