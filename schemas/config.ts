@@ -297,7 +297,7 @@ export const PolicySchema = z
       ),
     bcEpochs: posInt.default(20).describe('Passes over the demonstrations in the behaviour-cloning warm start.'),
     bcTaskWeights: z
-      .record(z.string().min(1), z.number().positive())
+      .record(z.string().min(1), z.number().positive().max(1000))
       .default({})
       .describe(
         'Relative share of the warm start demonstrations per task id of the suite (tasks not named weigh 1; {} = round robin, the same number for every task). Cloning needs far more demonstrations on some tasks: tick-checkboxes cloned to 55-61 % greedy from 512 demos in the suite mix and to 92 % from 2,048 on its own (docs/benchmarks.md, section Demonstrations where cloning needs them). A name that is no task of the suite stops the campaign at its start.'

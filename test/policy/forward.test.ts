@@ -76,7 +76,8 @@ test("per-word click queries (wordQueryPolicySpec) match the reference; only the
   const C = 32;
   const absent = Array.from({ length: spec.vocabSize }, (_, v) => v).find((v) =>
     [0, 1, 2].every((b) => input.text[b * spec.vocabSize + v] === 0)
-  )!;
+  );
+  assert.ok(absent !== undefined, 'the batch uses every word slot: no absent word to test');
   const other = { ...weights, 'wquery.weight': weights['wquery.weight']!.slice() };
   other['wquery.weight'].fill(50, absent * C, (absent + 1) * C);
   assert.deepEqual(referenceForward(spec, other, input).logp, on);

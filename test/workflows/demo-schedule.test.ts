@@ -37,4 +37,5 @@ test('weights set each task’s share of groups, interleaved, with unnamed tasks
 test('names that are no task of the suite are reported (prepareCampaign refuses them)', () => {
   assert.deepEqual(unknownWeightedTasks(TASKS, { 'tick-checkboxes': 2, 'tick-checkbox': 3 }), ['tick-checkbox']);
   assert.deepEqual(unknownWeightedTasks(TASKS, {}), []);
+  assert.deepEqual(unknownWeightedTasks(TASKS, undefined), []);
 });

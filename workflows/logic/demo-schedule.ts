@@ -40,7 +40,11 @@ export function demoTaskOrder(
 }
 
 /** Keys of policy.bcTaskWeights that name no task of the suite (a typo would silently weigh nothing). */
-export function unknownWeightedTasks(taskIds: readonly string[], weights: Readonly<Record<string, number>>): string[] {
+export function unknownWeightedTasks(
+  taskIds: readonly string[],
+  // Absent in configs sent by workers from before the field (a rolling deploy): nothing to check.
+  weights: Readonly<Record<string, number>> | undefined
+): string[] {
   const known = new Set(taskIds);
-  return Object.keys(weights).filter((id) => !known.has(id));
+  return Object.keys(weights ?? {}).filter((id) => !known.has(id));
 }
