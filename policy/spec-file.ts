@@ -1,6 +1,6 @@
 /**
- * A policy spec as a JSON file: how a network other than the default (policy.width ≠ 1,
- * policy.clickMaxContext) reaches policy servers, which start before a campaign's first checkpoint exists.
+ * A policy spec as a JSON file: how a network other than the default (policy.width ≠ 1, an option of
+ * policy/architecture-options.ts) reaches policy servers, which start before a campaign's first checkpoint exists.
  * `npm start` writes one per campaign; `dartflow workers --spec-file` and workers/policy-server.ts read it.
  */
 import fs from 'node:fs';

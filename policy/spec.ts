@@ -30,6 +30,7 @@
 import { z } from 'zod';
 import type { ExpectedTensor } from '../storage/safetensors';
 import { TEXT_ENCODINGS, vocabularyWords } from './vocabulary';
+import { architectureOptionsOn, type ArchitectureOption } from './architecture-options';
 
 /** The 16 non-click actions, in logit order after the grid cells. Reserved slots are always masked. */
 export const TOKEN_NAMES = [
@@ -185,21 +186,12 @@ export function widenSpec(spec: PolicySpec, factor: number): PolicySpec {
   };
 }
 
-/** A campaign's architecture settings (CampaignConfig policy.width, policy.clickMaxContext, policy.clickWordQuery). */
-export interface PolicyArchitecture {
-  width: number;
-  clickMaxContext?: boolean;
-  clickWordQuery?: boolean;
-}
+/** A campaign's architecture settings (CampaignConfig policy.width and the ARCHITECTURE_OPTIONS). */
+export type PolicyArchitecture = { width: number } & Partial<Record<ArchitectureOption, boolean>>;
 
 /** The embedded network a campaign's settings select: the default, widened and/or with its options on. */
 export function specForPolicy(arch: PolicyArchitecture): PolicySpec {
-  const base: PolicySpec = {
-    ...defaultPolicySpec,
-    // Set only when on, so that the default's key and spec files stay as they were.
-    ...(arch.clickMaxContext ? { clickMaxContext: true } : {}),
-    ...(arch.clickWordQuery ? { clickWordQuery: true } : {}),
-  };
+  const base: PolicySpec = { ...defaultPolicySpec, ...architectureOptionsOn(arch) };
   return arch.width === 1 ? base : widenSpec(base, arch.width);
 }
 
@@ -324,8 +316,6 @@ export function specKey(spec: PolicySpec): string {
     clickContext,
     previousAction,
     clickQuery,
-    clickMaxContext,
-    clickWordQuery,
   } = spec;
   return JSON.stringify({
     version,
@@ -339,8 +329,7 @@ export function specKey(spec: PolicySpec): string {
     previousAction,
     clickQuery,
     // Only when on, so every spec from before the field keeps its key (checkpoints compare it on load).
-    ...(clickMaxContext ? { clickMaxContext } : {}),
-    ...(clickWordQuery ? { clickWordQuery } : {}),
+    ...architectureOptionsOn(spec),
   });
 }
 

@@ -3,6 +3,7 @@
  * and has a default. Defaults are DART's (docs/reference/dart-spec.md, section in brackets) unless a field says
  * why the embedded default differs. Node-free: workflows validate their input with it too.
  */
+import { ARCHITECTURE_OPTIONS } from '../policy/architecture-options';
 import { z } from 'zod';
 import { UiTarsOptionsSchema } from './uitars-options';
 
@@ -452,7 +453,7 @@ export const CampaignConfigSchema = z
           'applies only to the embedded trainer (it stops later minibatch updates; the VLM trainer makes one update per step): set trainer.targetKl: null and anchor with trainer.klBeta',
       });
     }
-    for (const option of ['clickMaxContext', 'clickWordQuery'] as const) {
+    for (const option of ARCHITECTURE_OPTIONS) {
       if (cfg.policy.kind === 'vlm' && cfg.policy[option]) {
         ctx.addIssue({
           code: 'custom',

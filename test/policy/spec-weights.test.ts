@@ -187,42 +187,46 @@ test('a checkpoint of policy spec v2 is refused with a message naming the click-
   assert.throws(() => weightsFromSafetensors(clickQueryPolicySpec, encodeSafetensors(tensors)), /query.weight/);
 });
 
-test("the global max context (clickMaxContext) adds one C×C tensor, starts at 0 and keeps older specs' keys", () => {
-  const C = 32;
-  assert.equal(paramCount(maxContextPolicySpec), paramCount(defaultPolicySpec) + C * C);
-  // Specs without the field keep their canonical key (checkpoints compare it), the new one differs.
-  assert.ok(!specKey(defaultPolicySpec).includes('clickMaxContext'));
-  assert.equal(specKey({ ...defaultPolicySpec, clickMaxContext: false }), specKey(defaultPolicySpec));
-  assert.notEqual(specKey(maxContextPolicySpec), specKey(defaultPolicySpec));
-  // Zero-initialised without random draws: every other tensor is the default's for the same seed.
-  const on = initWeights(maxContextPolicySpec, 5);
-  const off = initWeights(defaultPolicySpec, 5);
-  assert.ok(on['ctx.max']!.every((v) => v === 0));
-  for (const name of Object.keys(off)) assert.deepEqual(on[name], off[name], name);
-  // A checkpoint of one cannot load into the other.
-  assert.throws(
-    () => weightsFromSafetensors(maxContextPolicySpec, weightsToSafetensors(defaultPolicySpec, off)),
-    /written for spec/
-  );
-  // It adds to the click context, so a spec without one is refused.
+const C = 32;
+const zeroInitOptions = [
+  {
+    option: 'clickMaxContext',
+    what: 'the global max context',
+    spec: maxContextPolicySpec,
+    tensor: 'ctx.max',
+    size: C * C,
+    seed: 5,
+  },
+  {
+    option: 'clickWordQuery',
+    what: 'per-word click queries',
+    spec: wordQueryPolicySpec,
+    tensor: 'wquery.weight',
+    size: defaultPolicySpec.vocabSize * C,
+    seed: 6,
+  },
+] as const;
+
+for (const { option, what, spec, tensor, size, seed } of zeroInitOptions) {
+  test(`${what} (${option}) adds one ${tensor} tensor, starts at 0 and keeps older specs' keys`, () => {
+    assert.equal(paramCount(spec), paramCount(defaultPolicySpec) + size);
+    // Specs without the field keep their canonical key (checkpoints compare it), the new one differs.
+    assert.ok(!specKey(defaultPolicySpec).includes(option));
+    assert.equal(specKey({ ...defaultPolicySpec, [option]: false }), specKey(defaultPolicySpec));
+    assert.notEqual(specKey(spec), specKey(defaultPolicySpec));
+    // Zero-initialised without random draws: every other tensor is the default's for the same seed.
+    const on = initWeights(spec, seed);
+    const off = initWeights(defaultPolicySpec, seed);
+    assert.ok(on[tensor]!.every((v) => v === 0));
+    for (const name of Object.keys(off)) assert.deepEqual(on[name], off[name], name);
+    // A checkpoint of one cannot load into the other.
+    assert.throws(() => weightsFromSafetensors(spec, weightsToSafetensors(defaultPolicySpec, off)), /written for spec/);
+  });
+}
+
+test('the global max context adds to the click context, so a spec without one is refused', () => {
   assert.throws(
     () => validateSpec({ ...legacyPolicySpec, clickMaxContext: true }),
     /clickMaxContext adds to the click context, so it needs clickContext: true/
-  );
-});
-
-test("per-word click queries (clickWordQuery) add one V×C tensor, start at 0 and keep older specs' keys", () => {
-  const { vocabSize: V } = defaultPolicySpec;
-  assert.equal(paramCount(wordQueryPolicySpec), paramCount(defaultPolicySpec) + V * 32);
-  assert.ok(!specKey(defaultPolicySpec).includes('clickWordQuery'));
-  assert.equal(specKey({ ...defaultPolicySpec, clickWordQuery: false }), specKey(defaultPolicySpec));
-  assert.notEqual(specKey(wordQueryPolicySpec), specKey(defaultPolicySpec));
-  const on = initWeights(wordQueryPolicySpec, 6);
-  const off = initWeights(defaultPolicySpec, 6);
-  assert.ok(on['wquery.weight']!.every((v) => v === 0));
-  for (const name of Object.keys(off)) assert.deepEqual(on[name], off[name], name);
-  assert.throws(
-    () => weightsFromSafetensors(wordQueryPolicySpec, weightsToSafetensors(defaultPolicySpec, off)),
-    /written for spec/
   );
 });

@@ -2,6 +2,7 @@
  * The campaign's state and its transitions, as pure functions (no Temporal, no I/O) so the workflow stays
  * a thin loop and the rules are unit-tested directly. The state is what continue-as-new carries.
  */
+import { architectureOptionsOn, type ArchitectureOption } from '../../policy/architecture-options';
 import {
   createPrng,
   curateGroup,
@@ -641,21 +642,13 @@ export function recordEval(s: CampaignState, point: EvalPoint): void {
 }
 
 /**
- * The policy settings the trainer's activities get (seed and architecture). clickMaxContext and
- * clickWordQuery only when on, so the inputs of every other campaign stay what they were.
+ * The policy settings the trainer's activities get (seed and architecture). The architecture options only
+ * when on, so the inputs of every other campaign stay what they were.
  */
-export function trainerPolicyOf(c: CampaignConfig): {
-  seed: number;
-  width: number;
-  clickMaxContext?: true;
-  clickWordQuery?: true;
-} {
-  return {
-    seed: c.policy.seed,
-    width: c.policy.width,
-    ...(c.policy.clickMaxContext ? { clickMaxContext: true as const } : {}),
-    ...(c.policy.clickWordQuery ? { clickWordQuery: true as const } : {}),
-  };
+export function trainerPolicyOf(
+  c: CampaignConfig
+): { seed: number; width: number } & Partial<Record<ArchitectureOption, true>> {
+  return { seed: c.policy.seed, width: c.policy.width, ...architectureOptionsOn(c.policy) };
 }
 
 /** Benchmarks: the simulated trainer's step time, scaled like the simulated env's latencies. */
