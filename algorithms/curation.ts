@@ -123,6 +123,69 @@ export function takesTurn(solved: boolean, turnsPassed: number, every: number): 
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// Signal-weighted task turns (dartflow's extension, not in DART; rollout.taskTurns 'signal')
+
+/**
+ * The chance that a task's next group of n rollouts teaches GRPO something, from the task's recent
+ * success indicators (1 success, 0 failure, newest last; null / negative rows are not evidence). A group
+ * teaches when its rewards differ; an all-failed group also teaches when the experience pool has a success
+ * to inject (`poolRescuesAllFailed`, §4.8), so only an all-success group is then wasted.
+ *
+ * The success rate is estimated with Jeffreys' prior, p̂ = (s + ½) / (k + 1): an untried task counts as
+ * p̂ = ½ (a full share), and a task at 16 of 16 successes keeps p̂ ≈ 0.97 — it still gets turns in proportion
+ * to the chance it fails, so a regression shows in its rewards. Powers by repeated multiplication: the
+ * campaign workflow replays this, and the result must be bit-identical on every worker.
+ */
+export function groupSignalChance(
+  successesNewestLast: readonly (number | null)[],
+  n: number,
+  poolRescuesAllFailed: boolean
+): number {
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`n must be an integer ≥ 1, got ${n}`);
+  let successes = 0;
+  let count = 0;
+  successesNewestLast.forEach((r, i) => {
+    if (!isValidReward(r, 'reward', i)) return;
+    count++;
+    if (r >= 1) successes++;
+  });
+  const p = (successes + 0.5) / (count + 1);
+  let allSucceed = 1;
+  let allFail = 1;
+  for (let i = 0; i < n; i++) {
+    allSucceed *= p;
+    allFail *= 1 - p;
+  }
+  return 1 - allSucceed - (poolRescuesAllFailed ? 0 : allFail);
+}
+
+/**
+ * One pick of smooth weighted round robin: every candidate's credit grows by its weight, the largest
+ * credit wins (ties: the earliest candidate) and pays the sum of the weights. Over any window each
+ * candidate's share of picks tracks weight / Σ weights and the picks stay interleaved; with equal weights it
+ * is plain round robin. Credits are carried by the caller (they sum to 0 while the candidates stay the
+ * same). Returns the winner's index and the new credits; the inputs are not changed.
+ */
+export function weightedTurn(
+  credits: readonly number[],
+  weights: readonly number[]
+): { pick: number; credits: number[] } {
+  if (credits.length !== weights.length || weights.length === 0)
+    throw new InvalidArgumentError(
+      `credits (${credits.length}) and weights (${weights.length}) must have the same, non-zero length`
+    );
+  weights.forEach((w, i) => {
+    assertFinite(w, 'weight', i);
+    if (w < 0) throw new InvalidArgumentError(`weight ${i} must be ≥ 0, got ${w}`);
+  });
+  const next = credits.map((c, i) => c + weights[i]!);
+  let pick = 0;
+  for (let i = 1; i < next.length; i++) if (next[i]! > next[pick]!) pick = i;
+  next[pick]! -= weights.reduce((a, b) => a + b, 0);
+  return { pick, credits: next };
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // §4.7 Dynamic trajectory length
 
 export interface DynamicMaxStepsOptions {

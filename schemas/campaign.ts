@@ -64,6 +64,8 @@ export interface TaskStats {
   poolSize: number;
   /** Round-robin turns this solved task has passed up since it last took one (rollout.solvedTaskEvery > 1). */
   turnsPassed?: number;
+  /** Smooth weighted round robin credit (rollout.taskTurns 'signal'); absent under round robin. */
+  turnCredit?: number;
 }
 
 export interface EvalPoint {

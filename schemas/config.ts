@@ -98,6 +98,12 @@ export const RolloutSchema = z
       .describe(
         'Training rewards, newest first, that must all be successes for solvedTaskEvery to count a task as solved (at most the 16 the campaign keeps per task).'
       ),
+    taskTurns: z
+      .enum(['round-robin', 'signal'])
+      .default('round-robin')
+      .describe(
+        "How the next task group's task is chosen. 'round-robin' = DART (every task in turn; solvedTaskEvery can make solved tasks skip turns). 'signal': each task's share of groups follows the chance that its next group teaches GRPO something — rewards that differ, or an all-failed group the experience pool can rescue — estimated from its last 16 training rewards (Jeffreys prior: an untried task gets a full share, a task at 16 of 16 successes about a fifth of it with n = 8), picked by smooth weighted round robin; episodes then go where a group is least likely to be skipped for equal rewards. Replaces solvedTaskEvery (keep it at 1). dartflow's extension, not in DART."
+      ),
     temperature: z.number().positive().max(10).default(1.0).describe('Sampling temperature [§4.4: 1.0].'),
     envConcurrency: posInt
       .default(4)
@@ -425,6 +431,14 @@ export const CampaignConfigSchema = z
         code: 'custom',
         path: ['rollout', 'nMin'],
         message: `must be ≤ rollout.nMax (${cfg.rollout.nMax})`,
+      });
+    }
+    if (cfg.rollout.taskTurns === 'signal' && cfg.rollout.solvedTaskEvery > 1) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rollout', 'solvedTaskEvery'],
+        message:
+          "is a round-robin rule; rollout.taskTurns 'signal' already gives a solved task fewer turns: set rollout.solvedTaskEvery: 1 or rollout.taskTurns: round-robin",
       });
     }
     if (cfg.trainer.minGroups > cfg.trainer.maxGroups) {

@@ -98,6 +98,14 @@ test('a bad value is reported with field path, bad value and what is allowed', (
     /trainer\.targetKl.*set trainer\.targetKl: null/
   );
   assert.equal(parseCampaignConfig({ trainer: { targetKl: 0.05 } }).trainer.targetKl, 0.05);
+  // Signal-weighted turns already thin out solved tasks; the round-robin skip rule on top is refused.
+  assert.throws(
+    () => parseCampaignConfig({ rollout: { taskTurns: 'signal', solvedTaskEvery: 4 } }),
+    /rollout\.solvedTaskEvery: .*set rollout\.solvedTaskEvery: 1 or rollout\.taskTurns: round-robin/
+  );
+  assert.throws(() => parseCampaignConfig({ rollout: { taskTurns: 'weighted' } }), /rollout\.taskTurns/);
+  assert.equal(parseCampaignConfig({ rollout: { taskTurns: 'signal' } }).rollout.taskTurns, 'signal');
+  assert.equal(parseCampaignConfig({}).rollout.taskTurns, 'round-robin', "DART's round robin by default");
   assert.throws(() => parseCampaignConfig({ campaign: { id: '../etc' } }), /campaign\.id: got "\.\.\/etc"/);
 });
 

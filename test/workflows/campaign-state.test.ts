@@ -17,6 +17,7 @@ import {
   type TaskRef,
 } from '../../workflows/logic/campaign-state';
 import { applyLiveOverrides } from '../../workflows/logic/live-config';
+import { loadCarriedState } from '../../workflows/logic/state-schema';
 
 const task = (id: string): TaskRef => ({
   id,
@@ -132,6 +133,40 @@ test('when every task is solved, the turn still goes to one of them (campaigns n
   const turns = Array.from({ length: 40 }, () => runGroup(s, () => [1, 1])).join('');
   assert.equal(turns.length, 40);
   assert.ok(turns.slice(-12).includes('a') && turns.slice(-12).includes('b'), turns);
+});
+
+test("rollout.taskTurns 'signal': a solved task's share of groups follows its chance of teaching, and comes back when it fails", () => {
+  const config = { envConcurrency: 16, dynamicRollout: false, taskTurns: 'signal' };
+  const s = state({ rollout: config });
+  // a always succeeds, b succeeds half the time: after 16 straight successes a group of a is all
+  // successes with p̂⁸ ≈ 0.79 (weight ≈ 0.21, no pool here), one of b teaches almost surely (≈ 0.99).
+  const mixed = [1, 0, 1, 0, 1, 0, 1, 0];
+  const warmUp = Array.from({ length: 8 }, () =>
+    runGroup(s, (id) => (id === 'a' ? [1, 1, 1, 1, 1, 1, 1, 1] : mixed))
+  ).join('');
+  assert.equal(warmUp.slice(0, 2), 'ab', 'untried tasks: equal weights, the round-robin order');
+  const turns = Array.from({ length: 60 }, () =>
+    runGroup(s, (id) => (id === 'a' ? [1, 1, 1, 1, 1, 1, 1, 1] : mixed))
+  ).join('');
+  const shareA = turns.split('').filter((t) => t === 'a').length / turns.length;
+  assert.ok(shareA > 0.12 && shareA < 0.25, `a took ${turns} (share ${shareA.toFixed(2)}), expected ≈ 0.21 / 1.2`);
+  assert.doesNotMatch(turns, /a{2}/, 'the solved task is spread out, never two turns in a row');
+  assert.equal(typeof s.stats.a!.turnCredit, 'number', 'the credits are carried state …');
+  const carried = loadCarriedState(JSON.parse(JSON.stringify(s)));
+  assert.equal(carried.stats.a!.turnCredit, s.stats.a!.turnCredit, '… and survive continue-as-new');
+  assert.equal(s.stats.a!.turnsPassed, undefined);
+  // a regresses (half its episodes fail): its share goes back to about half.
+  const after = Array.from({ length: 40 }, () => runGroup(s, () => mixed)).join('');
+  const shareAfter =
+    after
+      .slice(-20)
+      .split('')
+      .filter((t) => t === 'a').length / 20;
+  assert.ok(shareAfter >= 0.4 && shareAfter <= 0.6, `after the regression: ${after}`);
+  // Round robin (the default) carries no credits: older campaigns' state is unchanged.
+  const rr = state({ rollout: { envConcurrency: 16, dynamicRollout: false } });
+  Array.from({ length: 20 }, () => runGroup(rr, () => [1, 1]));
+  assert.equal(rr.stats.a!.turnCredit, undefined);
 });
 
 test('train batches: eligible groups only, each trajectory taken once, stale data dropped', () => {

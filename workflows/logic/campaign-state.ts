@@ -8,11 +8,13 @@ import {
   curateGroup,
   dynamicMaxSteps,
   dynamicRolloutNumber,
+  groupSignalChance,
   hashSeed,
   isHardTask,
   isSolvedTask,
   recentSuccessRate,
   takesTurn,
+  weightedTurn,
   type CandidateTrajectory,
 } from '../../algorithms';
 import type { TrainGroupRef } from '../../activities/trainer/types';
@@ -220,6 +222,8 @@ export interface GroupPlan {
   poolWanted: number;
   /** Solved tasks whose round-robin turn this plan passed over (rollout.solvedTaskEvery > 1). */
   passedOver: string[];
+  /** rollout.taskTurns 'signal': every active task's turn credit once this plan starts (markGroupStarted). */
+  turnCredits?: Record<string, number>;
 }
 
 export const episodesInFlight = (s: CampaignState): number => Object.values(s.inFlight).reduce((a, g) => a + g.n, 0);
@@ -262,7 +266,8 @@ export function rolloutPlanFor(s: CampaignState, task: TaskRef): { n: number; ma
 export function planNextGroup(s: CampaignState): GroupPlan | null {
   const active = s.tasks.filter((t) => !s.stats[t.id]?.quarantined);
   if (active.length === 0) return null;
-  const { task, passedOver } = nextTurn(s, active);
+  const { task, passedOver, turnCredits } =
+    s.config.rollout.taskTurns === 'signal' ? signalWeightedTurn(s, active) : nextTurn(s, active);
   const { n, maxSteps } = rolloutPlanFor(s, task);
   const inFlight = episodesInFlight(s);
   // Always allow one group when idle, even if n exceeds the configured concurrency.
@@ -274,7 +279,7 @@ export function planNextGroup(s: CampaignState): GroupPlan | null {
   // DART's pool lookup takes the most recent success of a task: every group offers its successes and the
   // pool keeps the newest k per task (activities/data/campaign-data.ts addToPool).
   const poolWanted = s.config.curation.experiencePool ? s.config.curation.precollectSuccessesPerTask : 0;
-  return { groupId, task, seed, n, maxSteps, poolWanted, passedOver };
+  return { groupId, task, seed, n, maxSteps, poolWanted, passedOver, ...(turnCredits ? { turnCredits } : {}) };
 }
 
 /**
@@ -291,7 +296,10 @@ export function groupPoolOptions(c: Pick<CampaignConfig, 'curation'>): { poolByI
  * successes) takes one turn in rollout.solvedTaskEvery (algorithms/curation.ts takesTurn) and the turn
  * goes on to the next task; when every task passes, the last one looked at takes the turn.
  */
-function nextTurn(s: CampaignState, active: TaskRef[]): { task: TaskRef; passedOver: string[] } {
+function nextTurn(
+  s: CampaignState,
+  active: TaskRef[]
+): { task: TaskRef; passedOver: string[]; turnCredits?: Record<string, number> } {
   const { solvedTaskEvery: every, solvedTaskWindow: window } = s.config.rollout;
   const passedOver: string[] = [];
   for (let i = 0; ; i++) {
@@ -309,6 +317,34 @@ function nextTurn(s: CampaignState, active: TaskRef[]): { task: TaskRef; passedO
   }
 }
 
+/**
+ * rollout.taskTurns 'signal': the task whose group is likeliest to teach, by smooth weighted round robin over
+ * each active task's chance that its next group is not skipped for equal rewards (algorithms/curation.ts
+ * groupSignalChance; the pool counts when it holds a success of the task, as the group's own lookup does).
+ * Candidates are taken from the round-robin cursor on, so equal weights give the round-robin order.
+ */
+function signalWeightedTurn(
+  s: CampaignState,
+  active: TaskRef[]
+): { task: TaskRef; passedOver: string[]; turnCredits: Record<string, number> } {
+  const order = active.map((_, i) => active[(s.cursor + i) % active.length]!);
+  const weights = order.map((t) => {
+    const st = s.stats[t.id] ?? emptyTaskStats(t.id);
+    const successes = st.recentRewards.map((r) => (isSuccessReward(s, r) ? 1 : 0));
+    const pool = s.config.curation.experiencePool && st.poolSize > 0;
+    return groupSignalChance(successes, rolloutPlanFor(s, t).n, pool);
+  });
+  const turn = weightedTurn(
+    order.map((t) => s.stats[t.id]?.turnCredit ?? 0),
+    weights
+  );
+  return {
+    task: order[turn.pick]!,
+    passedOver: [],
+    turnCredits: Object.fromEntries(order.map((t, i) => [t.id, turn.credits[i]!])),
+  };
+}
+
 export function markGroupStarted(s: CampaignState, plan: GroupPlan, nowMs: number): void {
   s.inFlight[plan.groupId] = {
     groupId: plan.groupId,
@@ -322,6 +358,10 @@ export function markGroupStarted(s: CampaignState, plan: GroupPlan, nowMs: numbe
   for (const id of plan.passedOver) {
     const passed = s.stats[id];
     if (passed) passed.turnsPassed = (passed.turnsPassed ?? 0) + 1;
+  }
+  for (const [id, credit] of Object.entries(plan.turnCredits ?? {})) {
+    const credited = s.stats[id];
+    if (credited) credited.turnCredit = credit;
   }
   const st = s.stats[plan.task.id];
   if (st) st.lastN = plan.n;

@@ -7,6 +7,7 @@
  * 4,096-demo mix of eight families clone it to 55–61 % greedy, 2,048 on their own to 92 %, while the other
  * families are at 94–100 % with 512.
  */
+import { weightedTurn } from '../../algorithms/curation';
 
 /**
  * Task index of each of `groups` demonstration groups. Without weights (or all equal) it is plain round
@@ -24,17 +25,12 @@ export function demoTaskOrder(
   if (n === 0) return [];
   const w = taskIds.map((id) => weights[id] ?? 1);
   if (w.every((x) => x === w[0])) return Array.from({ length: groups }, (_, i) => i % n);
-  const total = w.reduce((a, b) => a + b, 0);
-  const current = new Array<number>(n).fill(0);
+  let credits = new Array<number>(n).fill(0);
   const order: number[] = [];
   for (let g = 0; g < groups; g++) {
-    let pick = 0;
-    for (let i = 0; i < n; i++) {
-      current[i]! += w[i]!;
-      if (current[i]! > current[pick]!) pick = i;
-    }
-    current[pick]! -= total;
-    order.push(pick);
+    const turn = weightedTurn(credits, w);
+    credits = turn.credits;
+    order.push(turn.pick);
   }
   return order;
 }

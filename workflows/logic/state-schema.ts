@@ -42,6 +42,7 @@ const TaskStatsSchema = z.object({
   quarantined: z.boolean(),
   poolSize: int.min(0),
   turnsPassed: int.min(0).optional(),
+  turnCredit: z.number().optional(),
 });
 
 const EvalPointSchema = z.object({
