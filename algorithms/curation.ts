@@ -126,37 +126,23 @@ export function takesTurn(solved: boolean, turnsPassed: number, every: number): 
 // Signal-weighted task turns (dartflow's extension, not in DART; rollout.taskTurns 'signal')
 
 /**
- * The chance that a task's next group of n rollouts teaches GRPO something, from the task's recent
- * success indicators (1 success, 0 failure, newest last; null / negative rows are not evidence). A group
- * teaches when its rewards differ; an all-failed group also teaches when the experience pool has a success
- * to inject (`poolRescuesAllFailed`, §4.8), so only an all-success group is then wasted.
+ * How likely a task's next group is to teach GRPO something, from whether its recent groups did (1: the
+ * group passed curation — rewards that differ, or an all-failed group rescued by a pooled success; 0: it
+ * was skipped, e.g. every reward a success). Counted per group, not per episode: the n episodes of a group
+ * share one seed, so their outcomes go together (on click-colour at ≈ 97 % per-episode training success,
+ * 81 % of groups were all successes, not the 22 % independent episodes would give).
  *
- * The success rate is estimated with Jeffreys' prior, p̂ = (s + ½) / (k + 1): an untried task counts as
- * p̂ = ½ (a full share), and a task at 16 of 16 successes keeps p̂ ≈ 0.97 — it still gets turns in proportion
- * to the chance it fails, so a regression shows in its rewards. Powers by repeated multiplication: the
- * campaign workflow replays this, and the result must be bit-identical on every worker.
+ * Jeffreys' estimate (taught + ½) / (groups + 1): an untried task gets ½, and a task none of whose last 16
+ * groups taught keeps 0.5 / 17 ≈ 0.03 — it is still sampled, so a regression shows in its groups and its
+ * weight climbs back (one taught group in 16 triples it).
  */
-export function groupSignalChance(
-  successesNewestLast: readonly (number | null)[],
-  n: number,
-  poolRescuesAllFailed: boolean
-): number {
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`n must be an integer ≥ 1, got ${n}`);
-  let successes = 0;
-  let count = 0;
-  successesNewestLast.forEach((r, i) => {
-    if (!isValidReward(r, 'reward', i)) return;
-    count++;
-    if (r >= 1) successes++;
+export function groupTeachRate(taughtNewestLast: readonly number[]): number {
+  let taught = 0;
+  taughtNewestLast.forEach((t, i) => {
+    if (t !== 0 && t !== 1) throw new InvalidArgumentError(`taught[${i}] must be 0 or 1, got ${t}`);
+    taught += t;
   });
-  const p = (successes + 0.5) / (count + 1);
-  let allSucceed = 1;
-  let allFail = 1;
-  for (let i = 0; i < n; i++) {
-    allSucceed *= p;
-    allFail *= 1 - p;
-  }
-  return 1 - allSucceed - (poolRescuesAllFailed ? 0 : allFail);
+  return (taught + 0.5) / (taughtNewestLast.length + 1);
 }
 
 /**

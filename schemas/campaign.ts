@@ -66,6 +66,8 @@ export interface TaskStats {
   turnsPassed?: number;
   /** Smooth weighted round robin credit (rollout.taskTurns 'signal'); absent under round robin. */
   turnCredit?: number;
+  /** Per recent group, newest last: 1 if it passed curation (rollout.taskTurns 'signal' only). */
+  recentGroupsTaught?: number[];
 }
 
 export interface EvalPoint {

@@ -102,7 +102,7 @@ export const RolloutSchema = z
       .enum(['round-robin', 'signal'])
       .default('round-robin')
       .describe(
-        "How the next task group's task is chosen. 'round-robin' = DART (every task in turn; solvedTaskEvery can make solved tasks skip turns). 'signal': each task's share of groups follows the chance that its next group teaches GRPO something — rewards that differ, or an all-failed group the experience pool can rescue — estimated from its last 16 training rewards (Jeffreys prior: an untried task gets a full share, a task at 16 of 16 successes about a fifth of it with n = 8), picked by smooth weighted round robin; episodes then go where a group is least likely to be skipped for equal rewards. Replaces solvedTaskEvery (keep it at 1). dartflow's extension, not in DART."
+        "How the next task group's task is chosen. 'round-robin' = DART (every task in turn; solvedTaskEvery can make solved tasks skip turns). 'signal': each task's share of groups follows how many of its last 16 groups taught GRPO something (passed curation: rewards that differ, or an all-failed group rescued by a pooled success), Jeffreys estimate (taught + ½) / (groups + 1), picked by smooth weighted round robin; a task whose groups are all successes drops to ≈ 3 % of an untried task's share and climbs back when it fails again. Episodes then go where a group is least likely to be skipped for equal rewards. Replaces solvedTaskEvery (keep it at 1). dartflow's extension, not in DART."
       ),
     temperature: z.number().positive().max(10).default(1.0).describe('Sampling temperature [§4.4: 1.0].'),
     envConcurrency: posInt

@@ -8,7 +8,7 @@ import {
   dynamicRolloutNumber,
   freshStepMask,
   groupEligibility,
-  groupSignalChance,
+  groupTeachRate,
   injectPooledSuccess,
   isHardTask,
   isSolvedTask,
@@ -214,29 +214,13 @@ test('takesTurn: an unsolved task always; a solved one on every k-th turn; k = 1
   assert.throws(() => takesTurn(true, 0, 0), /every must be an integer ≥ 1/);
 });
 
-test('groupSignalChance: the chance a group of n has unequal rewards, from a Jeffreys estimate of the success rate', () => {
-  // Untried: p̂ = ½. Without the pool both all-success and all-failure waste the group: 1 − 2 × 2⁻⁸.
-  assert.equal(groupSignalChance([], 8, false), 1 - 2 / 256);
-  assert.equal(groupSignalChance([], 8, true), 1 - 1 / 256, 'with the pool an all-failed group still teaches');
-  // 16 of 16 successes: p̂ = 16.5 / 17, a group of 8 is all successes with p̂⁸ ≈ 0.787.
-  const solved = Array<number>(16).fill(1);
-  const p = 16.5 / 17;
-  assert.ok(Math.abs(groupSignalChance(solved, 8, true) - (1 - p ** 8)) < 1e-12);
-  assert.ok(Math.abs(groupSignalChance(solved, 8, true) - 0.2127) < 1e-3);
-  // 16 failures: wasted without the pool (symmetric), almost surely rescued with it.
-  const failed = Array<number>(16).fill(0);
-  assert.ok(Math.abs(groupSignalChance(failed, 8, false) - groupSignalChance(solved, 8, false)) < 1e-12);
-  assert.ok(groupSignalChance(failed, 8, true) > 0.999_999);
-  // More successes, less to learn (with the pool); fewer rollouts per group, less chance of a mixed one.
-  const chances = [8, 12, 14, 15, 16].map((k) =>
-    groupSignalChance([...Array(16 - k).fill(0), ...Array(k).fill(1)], 8, true)
-  );
-  chances.slice(1).forEach((c, i) => assert.ok(c < chances[i]!, `${chances.join(', ')} should fall`));
-  assert.ok(groupSignalChance(solved, 2, true) < groupSignalChance(solved, 8, true));
-  // Infra failures (null) and DART's −1 are not evidence; a partial score is not a success.
-  assert.equal(groupSignalChance([null, -1, 1, 1], 4, true), groupSignalChance([1, 1], 4, true));
-  assert.equal(groupSignalChance([0.5, 0.5], 4, true), groupSignalChance([0, 0], 4, true));
-  assert.throws(() => groupSignalChance([1], 0, true), /n must be an integer ≥ 1/);
+test('groupTeachRate: Jeffreys estimate of the share of recent groups that passed curation', () => {
+  assert.equal(groupTeachRate([]), 0.5, 'untried: a full share');
+  assert.equal(groupTeachRate(Array<number>(16).fill(0)), 0.5 / 17, 'none taught: ≈ 0.03, never 0');
+  assert.equal(groupTeachRate(Array<number>(16).fill(1)), 16.5 / 17);
+  assert.equal(groupTeachRate([...Array<number>(15).fill(0), 1]), 1.5 / 17, 'one taught group triples it');
+  assert.ok(groupTeachRate([1, 0, 1, 0]) > groupTeachRate([0, 0, 1, 0]));
+  assert.throws(() => groupTeachRate([1, 2]), /taught\[1\] must be 0 or 1, got 2/);
 });
 
 test('weightedTurn: smooth weighted round robin — shares follow the weights, picks stay interleaved', () => {

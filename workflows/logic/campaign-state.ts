@@ -8,7 +8,7 @@ import {
   curateGroup,
   dynamicMaxSteps,
   dynamicRolloutNumber,
-  groupSignalChance,
+  groupTeachRate,
   hashSeed,
   isHardTask,
   isSolvedTask,
@@ -36,6 +36,8 @@ import type {
  * the status the last 16, so 16 suffices (bounds the carried state: 369 OSWorld tasks × 16 numbers).
  */
 export const STATS_WINDOW = 16;
+/** Groups per task whose curation verdict signal-weighted turns remember (rollout.taskTurns 'signal'). */
+export const GROUP_STATS_WINDOW = 16;
 /** Evaluation points kept in the workflow (all of them are also in MinIO via the curve activity). */
 export const EVALS_KEPT = 50;
 /**
@@ -318,25 +320,19 @@ function nextTurn(
 }
 
 /**
- * rollout.taskTurns 'signal': the task whose group is likeliest to teach, by smooth weighted round robin over
- * each active task's chance that its next group is not skipped for equal rewards (algorithms/curation.ts
- * groupSignalChance; the pool counts when it holds a success of the task, as the group's own lookup does).
- * Candidates are taken from the round-robin cursor on, so equal weights give the round-robin order.
+ * rollout.taskTurns 'signal': smooth weighted round robin over each active task's rate of recent groups
+ * that taught (passed curation; algorithms/curation.ts groupTeachRate), so episodes go where a group is
+ * least likely to be skipped. Candidates are taken from the round-robin cursor on, so equal weights (every
+ * task untried) give the round-robin order.
  */
 function signalWeightedTurn(
   s: CampaignState,
   active: TaskRef[]
 ): { task: TaskRef; passedOver: string[]; turnCredits: Record<string, number> } {
   const order = active.map((_, i) => active[(s.cursor + i) % active.length]!);
-  const weights = order.map((t) => {
-    const st = s.stats[t.id] ?? emptyTaskStats(t.id);
-    const successes = st.recentRewards.map((r) => (isSuccessReward(s, r) ? 1 : 0));
-    const pool = s.config.curation.experiencePool && st.poolSize > 0;
-    return groupSignalChance(successes, rolloutPlanFor(s, t).n, pool);
-  });
   const turn = weightedTurn(
     order.map((t) => s.stats[t.id]?.turnCredit ?? 0),
-    weights
+    order.map((t) => groupTeachRate(s.stats[t.id]?.recentGroupsTaught ?? []))
   );
   return {
     task: order[turn.pick]!,
@@ -423,7 +419,16 @@ export function recordGroup(s: CampaignState, g: GroupSummary, poolAdded: number
   st.recentRewards.splice(0, Math.max(0, st.recentRewards.length - STATS_WINDOW));
   st.poolSize = Math.min(s.config.curation.precollectSuccessesPerTask, st.poolSize + poolAdded);
   st.hard = isHardTask([...st.recentRewards].reverse().slice(0, Math.max(st.lastN, 1)));
-  if (g.trajectories.some((t) => t.reward !== null)) s.buffer.push(toBufferedGroup(s.campaignId, g));
+  if (g.trajectories.some((t) => t.reward !== null)) {
+    const buffered = toBufferedGroup(s.campaignId, g);
+    s.buffer.push(buffered);
+    // Only signal-weighted turns read it: other campaigns' carried state stays as it was.
+    if (s.config.rollout.taskTurns === 'signal') {
+      const taught = st.recentGroupsTaught ?? (st.recentGroupsTaught = []);
+      taught.push(curateBuffered(s, buffered, mode).kind === 'train' ? 1 : 0);
+      taught.splice(0, Math.max(0, taught.length - GROUP_STATS_WINDOW));
+    }
+  }
   return true;
 }
 

@@ -43,6 +43,10 @@ const TaskStatsSchema = z.object({
   poolSize: int.min(0),
   turnsPassed: int.min(0).optional(),
   turnCredit: z.number().optional(),
+  recentGroupsTaught: z
+    .array(z.union([z.literal(0), z.literal(1)]))
+    .max(64)
+    .optional(),
 });
 
 const EvalPointSchema = z.object({
