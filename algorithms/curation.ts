@@ -123,6 +123,26 @@ export function takesTurn(solved: boolean, turnsPassed: number, every: number): 
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// Rewards discounted by trajectory length (dartflow's extension, not in DART; trainer.stepDiscount)
+
+/**
+ * γ^(numSteps − 1): a success in one step keeps its reward, each further step costs a factor γ. DART's
+ * reward ignores length, so a policy that first presses a key that changes nothing and then clicks
+ * scores as well as one that clicks at once; sampled rollouts stay at ≈ 100 % while the greedy policy
+ * repeats the no-op until its step budget ends. Repeated multiplication: replayed by the workflow, the
+ * result must be bit-identical everywhere.
+ */
+export function stepDiscountFactor(gamma: number, numSteps: number): number {
+  assertFinite(gamma, 'gamma');
+  if (!(gamma > 0 && gamma <= 1)) throw new InvalidArgumentError(`gamma must be in (0, 1], got ${gamma}`);
+  if (!Number.isInteger(numSteps) || numSteps < 0)
+    throw new InvalidArgumentError(`numSteps must be an integer ≥ 0, got ${numSteps}`);
+  let factor = 1;
+  for (let i = 1; i < numSteps; i++) factor *= gamma;
+  return factor;
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // Signal-weighted task turns (dartflow's extension, not in DART; rollout.taskTurns 'signal')
 
 /**
@@ -318,6 +338,13 @@ export interface GroupRuleOptions {
   groupSize: number;
   /** Inject a pooled success into an all-failed group [§4.8: on]. */
   experiencePool: boolean;
+  /**
+   * Skip a group whose valid rewards are all equal and positive (zero advantage, nothing to learn). DART
+   * needs no such rule: its 0/1 rewards are equal and positive only at mean 1 = accMax. Rewards discounted
+   * by trajectory length (trainer.stepDiscount) make them possible: all successes in the same number of
+   * steps > 1. Off by default.
+   */
+  skipEqualRewards: boolean;
 }
 
 export const DEFAULT_GROUP_RULE_OPTIONS: Readonly<GroupRuleOptions> = Object.freeze({
@@ -325,6 +352,7 @@ export const DEFAULT_GROUP_RULE_OPTIONS: Readonly<GroupRuleOptions> = Object.fre
   perTaskLimit: 8,
   groupSize: 8,
   experiencePool: true,
+  skipEqualRewards: false,
 });
 
 export interface GroupEligibility {
@@ -448,6 +476,8 @@ export function curateGroup<T extends CandidateTrajectory>(
     };
   }
   let trajectories = group.filter((t, i) => isValidReward(t.reward, 'reward', i));
+  if (o.skipEqualRewards && eligibility.mean > 0 && trajectories.every((t) => t.reward === trajectories[0]!.reward))
+    return { kind: 'skip', reason: 'no-signal', count: eligibility.count, mean: eligibility.mean };
   let injected: T | null = null;
   if (eligibility.mean === 0) {
     const injection = o.experiencePool ? injectPooledSuccess(trajectories, pool) : null;

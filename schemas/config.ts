@@ -177,6 +177,14 @@ export const TrainerSchema = z
       .default(1.0)
       .describe('Truncated-IS cap C in w = min(π_old/π_behaviour, C) [§4.4: 1.0].'),
     klBeta: z.number().nonnegative().default(0.1).describe('β of the k3 KL to the initial policy [§4.3: 0.1].'),
+    stepDiscount: z
+      .number()
+      .gt(0)
+      .max(1)
+      .default(1)
+      .describe(
+        "γ: GRPO sees a trajectory's reward × γ^(steps − 1), so of two successes the shorter scores higher, and a group of successes of different lengths is trained on (a group of equal rewards is still skipped). 1 = DART (length does not count). Below 1 the policy unlearns free first actions (a key that changes nothing, then the click) that keep sampled rollouts at ≈ 100 % while the greedy policy repeats the no-op until its budget ends. dartflow's extension, not in DART."
+      ),
     entropyTopFraction: z
       .number()
       .gt(0)

@@ -13,6 +13,7 @@ import {
   isHardTask,
   isSolvedTask,
   recentSuccessRate,
+  stepDiscountFactor,
   stepIsFresh,
   takesTurn,
   trajectoryFreshness,
@@ -242,4 +243,29 @@ test('weightedTurn: smooth weighted round robin — shares follow the weights, p
   assert.deepEqual(input, [0, 0], 'the caller’s credits are not changed');
   assert.throws(() => weightedTurn([0], [1, 1]), /same, non-zero length/);
   assert.throws(() => weightedTurn([0], [-1]), /weight 0 must be ≥ 0/);
+});
+
+test('stepDiscountFactor: γ^(steps − 1), exact for the first steps', () => {
+  assert.equal(stepDiscountFactor(0.9, 1), 1);
+  assert.equal(stepDiscountFactor(0.9, 0), 1, 'an empty trajectory is not rewarded more');
+  assert.equal(stepDiscountFactor(0.9, 2), 0.9);
+  assert.ok(Math.abs(stepDiscountFactor(0.9, 4) - 0.729) < 1e-12);
+  assert.equal(stepDiscountFactor(1, 30), 1);
+  assert.throws(() => stepDiscountFactor(0, 2), /gamma must be in \(0, 1\]/);
+  assert.throws(() => stepDiscountFactor(1.5, 2), /gamma must be in \(0, 1\]/);
+  assert.throws(() => stepDiscountFactor(0.9, 1.5), /numSteps must be an integer ≥ 0/);
+});
+
+test('curateGroup skipEqualRewards: equal positive rewards teach nothing; off (DART) they pass when below accMax', () => {
+  const rng = createPrng(1);
+  const equal = [0.9, 0.9, 0.9, 0.9].map((reward, i) => ({ trajectoryId: `t${i}`, reward, createdAt: i }));
+  assert.deepEqual(
+    (({ kind, reason }) => ({ kind, reason }))(
+      curateGroup(equal, [], rng, { perTaskLimit: 2, skipEqualRewards: true }) as { kind: string; reason: string }
+    ),
+    { kind: 'skip', reason: 'no-signal' }
+  );
+  assert.equal(curateGroup(equal, [], rng, { perTaskLimit: 2 }).kind, 'train', 'the default keeps DART’s rule');
+  const differ = equal.map((t, i) => ({ ...t, reward: i === 0 ? 1 : 0.9 }));
+  assert.equal(curateGroup(differ, [], rng, { perTaskLimit: 2, skipEqualRewards: true }).kind, 'train');
 });

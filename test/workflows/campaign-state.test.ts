@@ -168,6 +168,43 @@ test("rollout.taskTurns 'signal': a task whose groups stop teaching gets few tur
   assert.equal(rr.stats.a!.recentGroupsTaught, undefined);
 });
 
+test('trainer.stepDiscount: successes of different lengths are trained on, the shorter rewarded more; γ = 1 is DART', () => {
+  const stepsOf = (g: GroupSummary, steps: number[]): GroupSummary => ({
+    ...g,
+    trajectories: g.trajectories.map((t, i) => ({ ...t, numSteps: steps[i]! })),
+  });
+  const run = (stepDiscount: number) => {
+    const s = state({ trainer: { minGroups: 1, maxGroups: 3, stepDiscount } });
+    const ids: string[] = [];
+    for (const steps of [
+      [1, 1, 1, 2], // all successes, one took a step more (a free no-op first)
+      [1, 1, 1, 1], // all successes in one step: nothing to learn
+      [2, 2, 2, 2], // all successes in two steps: equal rewards, nothing to learn
+    ]) {
+      const plan = planNextGroup(s)!;
+      markGroupStarted(s, plan, 0);
+      recordGroup(s, stepsOf(summary(plan.groupId, plan.task.id, [1, 1, 1, 1]), steps), 0);
+      ids.push(plan.groupId);
+    }
+    return { batch: selectTrainBatch(s), ids };
+  };
+  const discounted = run(0.9);
+  assert.deepEqual(
+    discounted.batch!.groups.map((g) => g.groupId),
+    [discounted.ids[0]]
+  );
+  assert.deepEqual(
+    discounted.batch!.groups[0]!.trajectories.map((t) => t.reward),
+    [1, 1, 1, 0.9],
+    'GRPO sees the discounted rewards'
+  );
+  assert.deepEqual(
+    discounted.batch!.skipped.map((x) => x.reason),
+    ['mean-out-of-range', 'no-signal']
+  );
+  assert.equal(run(1).batch, null, 'DART: every group is all successes, none is trained');
+});
+
 test('train batches: eligible groups only, each trajectory taken once, stale data dropped', () => {
   const s = state();
   for (let i = 0; i < 4; i++)

@@ -13,6 +13,7 @@ import {
   isHardTask,
   isSolvedTask,
   recentSuccessRate,
+  stepDiscountFactor,
   takesTurn,
   weightedTurn,
   type CandidateTrajectory,
@@ -528,17 +529,21 @@ function curateBuffered(s: CampaignState, g: BufferedGroup, mode: CurationMode =
   // "enough rows" rule becomes: at least 2 fresh online episodes.
   const rng = createPrng(hashSeed(`${g.groupId}/select`));
   const successRewards = mode.successRewards ?? true;
-  const asCandidate = (t: BufferedTrajectory): CuratedTrajectory => ({
-    ...t,
-    createdAt: 0,
-    rawReward: t.reward,
-    reward: successRewards && t.reward !== null ? successIndicator(s, t.reward) : t.reward,
-  });
+  // trainer.stepDiscount (1 = DART; absent in configs carried from before the field): both the curation
+  // reward and the reward GRPO sees shrink by γ per step after the first.
+  const gamma = c.trainer.stepDiscount ?? 1;
+  const asCandidate = (t: BufferedTrajectory): CuratedTrajectory => {
+    const reward = successRewards && t.reward !== null ? successIndicator(s, t.reward) : t.reward;
+    if (gamma === 1 || t.reward === null) return { ...t, createdAt: 0, rawReward: t.reward, reward };
+    const factor = stepDiscountFactor(gamma, t.numSteps);
+    return { ...t, createdAt: 0, rawReward: t.reward * factor, reward: reward * factor };
+  };
   const curated = curateGroup(online.map(asCandidate), pool.map(asCandidate), rng, {
     accMax: c.curation.accMax,
     perTaskLimit: Math.min(2, online.length || 2),
     groupSize: c.curation.groupSize,
     experiencePool: c.curation.experiencePool,
+    skipEqualRewards: gamma < 1,
   });
   if (curated.kind === 'train') return { kind: 'train', trajectories: curated.trajectories };
   const stale = online.length < g.trajectories.filter((t) => !t.injectedFromPool).length;
