@@ -123,7 +123,7 @@ export function takesTurn(solved: boolean, turnsPassed: number, every: number): 
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Rewards discounted by trajectory length (dartflow's extension, not in DART; trainer.stepDiscount)
+// Rewards discounted by trajectory length (dartflow's extension, not in DART; curation.stepDiscount)
 
 /**
  * γ^(numSteps − 1): a success in one step keeps its reward, each further step costs a factor γ. DART's
@@ -148,9 +148,9 @@ export function stepDiscountFactor(gamma: number, numSteps: number): number {
 /**
  * How likely a task's next group is to teach GRPO something, from whether its recent groups did (1: the
  * group passed curation — rewards that differ, or an all-failed group rescued by a pooled success; 0: it
- * was skipped, e.g. every reward a success). Counted per group, not per episode: the n episodes of a group
- * share one seed, so their outcomes go together (on click-colour at ≈ 97 % per-episode training success,
- * 81 % of groups were all successes, not the 22 % independent episodes would give).
+ * was skipped, e.g. every reward a success). Counted per group, not estimated from episode rewards: the n
+ * episodes of a group share one seed, so their outcomes are not independent, and the 16 rewards a task keeps
+ * are only two groups (a first version that did so left click-target's share of groups at 26–34 %).
  *
  * Jeffreys' estimate (taught + ½) / (groups + 1): an untried task gets ½, and a task none of whose last 16
  * groups taught keeps 0.5 / 17 ≈ 0.03 — it is still sampled, so a regression shows in its groups and its
@@ -341,7 +341,7 @@ export interface GroupRuleOptions {
   /**
    * Skip a group whose valid rewards are all equal and positive (zero advantage, nothing to learn). DART
    * needs no such rule: its 0/1 rewards are equal and positive only at mean 1 = accMax. Rewards discounted
-   * by trajectory length (trainer.stepDiscount) make them possible: all successes in the same number of
+   * by trajectory length (curation.stepDiscount) make them possible: all successes in the same number of
    * steps > 1. Off by default.
    */
   skipEqualRewards: boolean;

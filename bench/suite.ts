@@ -66,6 +66,10 @@ export async function benchSuite(argv: string[]): Promise<void> {
   const bcEpochs = positiveInt('bc-epochs', values['bc-epochs'], 16);
   const overrides = [
     'campaign.suite=all',
+    // The task turns and rewards its published runs had (the quickstart's signal turns and step discount came later).
+    'rollout.taskTurns=round-robin',
+    'rollout.solvedTaskEvery=4',
+    'curation.stepDiscount=1',
     `campaign.maxMinutes=${minutes}`,
     'campaign.maxTrainSteps=1000000',
     // Run the whole window: the goal differs per tier, the campaign's stop rule has one target for all.

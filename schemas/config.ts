@@ -102,7 +102,7 @@ export const RolloutSchema = z
       .enum(['round-robin', 'signal'])
       .default('round-robin')
       .describe(
-        "How the next task group's task is chosen. 'round-robin' = DART (every task in turn; solvedTaskEvery can make solved tasks skip turns). 'signal': each task's share of groups follows how many of its last 16 groups taught GRPO something (passed curation: rewards that differ, or an all-failed group rescued by a pooled success), Jeffreys estimate (taught + ½) / (groups + 1), picked by smooth weighted round robin; a task whose groups are all successes drops to ≈ 3 % of an untried task's share and climbs back when it fails again. Episodes then go where a group is least likely to be skipped for equal rewards. Replaces solvedTaskEvery (keep it at 1). dartflow's extension, not in DART."
+        "How the next task group's task is chosen. 'round-robin' = DART (every task in turn; solvedTaskEvery can make solved tasks skip turns). 'signal': each task's share of groups follows how many of its last 16 groups taught GRPO something (passed curation: rewards that differ, or an all-failed group rescued by a pooled success), Jeffreys estimate (taught + ½) / (groups + 1), picked by smooth weighted round robin; a task none of whose last 16 groups taught weighs 0.5/17 (6 % of an untried task's weight, 3 % of one whose groups all teach; a task that never succeeds and has no pooled success drops the same way) and climbs back when its groups teach again. Episodes then go where a group is least likely to be skipped for equal rewards. Replaces solvedTaskEvery (keep it at 1). dartflow's extension, not in DART."
       ),
     temperature: z.number().positive().max(10).default(1.0).describe('Sampling temperature [§4.4: 1.0].'),
     envConcurrency: posInt
@@ -137,6 +137,14 @@ export const CurationSchema = z
     poolMaxPerTask: posInt
       .default(64)
       .describe("With poolKey 'instruction': a task's pool holds at most this many successes (the oldest go first)."),
+    stepDiscount: z
+      .number()
+      .gt(0)
+      .max(1)
+      .default(1)
+      .describe(
+        "γ: GRPO sees a trajectory's reward × γ^(steps − 1), so of two successes the shorter scores higher, and a group of successes of different lengths is trained on (a group of equal rewards is still skipped). Only positive rewards shrink: a failure (0, MiniWoB's −1) is not made milder by stalling first. The train step, its ledger (consumed[].reward) and train/batch_success see the discounted rewards. 1 = DART (length does not count). Below 1 the policy unlearns free first actions (a key that changes nothing, then the click) that keep sampled rollouts at ≈ 100 % while the greedy policy repeats the no-op until its budget ends. dartflow's extension, not in DART."
+      ),
     precollect: z.boolean().default(false).describe('Pre-collect successes for hard tasks before training [§4.8].'),
     precollectSuccessesPerTask: posInt.default(2).describe('k successes per hard task to pre-collect.'),
     precollectMaxAttempts: posInt.default(64).describe('Give up pre-collecting a task after this many attempts.'),
@@ -177,14 +185,6 @@ export const TrainerSchema = z
       .default(1.0)
       .describe('Truncated-IS cap C in w = min(π_old/π_behaviour, C) [§4.4: 1.0].'),
     klBeta: z.number().nonnegative().default(0.1).describe('β of the k3 KL to the initial policy [§4.3: 0.1].'),
-    stepDiscount: z
-      .number()
-      .gt(0)
-      .max(1)
-      .default(1)
-      .describe(
-        "γ: GRPO sees a trajectory's reward × γ^(steps − 1), so of two successes the shorter scores higher, and a group of successes of different lengths is trained on (a group of equal rewards is still skipped). 1 = DART (length does not count). Below 1 the policy unlearns free first actions (a key that changes nothing, then the click) that keep sampled rollouts at ≈ 100 % while the greedy policy repeats the no-op until its budget ends. dartflow's extension, not in DART."
-      ),
     entropyTopFraction: z
       .number()
       .gt(0)

@@ -218,8 +218,14 @@ export async function benchLearningSweep(args: string[]): Promise<void> {
   const stamp = Date.now();
   // Rollout and curation as the quickstart campaign plans them (dynamic rollout number and max steps).
   const curation = {
-    rollout: { ...quickstart.rollout, envConcurrency: undefined },
-    curation: { ...quickstart.curation },
+    // The task turns and rewards the published sweep had (the quickstart's signal turns and step discount came later).
+    rollout: {
+      ...quickstart.rollout,
+      envConcurrency: undefined,
+      taskTurns: 'round-robin' as const,
+      solvedTaskEvery: 1,
+    },
+    curation: { ...quickstart.curation, stepDiscount: 1 },
   };
   const trainerOf = (name: string): CampaignConfig['trainer'] => sweepTrainer(quickstart.trainer, name);
   const data: SweepFile = {

@@ -44,6 +44,10 @@ export function miniwobCampaignOverrides(id: string, o: MiniwobCampaignOptions):
   return [
     `campaign.id=${id}`,
     'campaign.suite=miniwob-easy',
+    // The task turns and rewards its published runs had (the quickstart's signal turns and step discount came later).
+    'rollout.taskTurns=round-robin',
+    'rollout.solvedTaskEvery=1',
+    'curation.stepDiscount=1',
     `campaign.maxMinutes=${o.minutes}`,
     // Time-bound: the step count never stops it first.
     'campaign.maxTrainSteps=100000',

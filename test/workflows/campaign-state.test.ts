@@ -168,13 +168,13 @@ test("rollout.taskTurns 'signal': a task whose groups stop teaching gets few tur
   assert.equal(rr.stats.a!.recentGroupsTaught, undefined);
 });
 
-test('trainer.stepDiscount: successes of different lengths are trained on, the shorter rewarded more; γ = 1 is DART', () => {
+test('curation.stepDiscount: successes of different lengths are trained on, the shorter rewarded more; γ = 1 is DART', () => {
   const stepsOf = (g: GroupSummary, steps: number[]): GroupSummary => ({
     ...g,
     trajectories: g.trajectories.map((t, i) => ({ ...t, numSteps: steps[i]! })),
   });
   const run = (stepDiscount: number) => {
-    const s = state({ trainer: { minGroups: 1, maxGroups: 3, stepDiscount } });
+    const s = state({ trainer: { minGroups: 1, maxGroups: 3 }, curation: { stepDiscount } });
     const ids: string[] = [];
     for (const steps of [
       [1, 1, 1, 2], // all successes, one took a step more (a free no-op first)
@@ -203,6 +203,15 @@ test('trainer.stepDiscount: successes of different lengths are trained on, the s
     ['mean-out-of-range', 'no-signal']
   );
   assert.equal(run(1).batch, null, 'DART: every group is all successes, none is trained');
+  // Only positive rewards shrink: a failure after stalling (MiniWoB's −1, or 0) is not made milder.
+  const s = state({ trainer: { minGroups: 1, maxGroups: 3 }, curation: { stepDiscount: 0.9 } });
+  const plan = planNextGroup(s)!;
+  markGroupStarted(s, plan, 0);
+  recordGroup(s, stepsOf(summary(plan.groupId, plan.task.id, [1, 1, -1, 0]), [1, 2, 3, 4]), 0);
+  assert.deepEqual(
+    selectTrainBatch(s)!.groups[0]!.trajectories.map((t) => t.reward),
+    [1, 0.9, -1, 0]
+  );
 });
 
 test('train batches: eligible groups only, each trajectory taken once, stale data dropped', () => {

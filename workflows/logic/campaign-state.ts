@@ -426,8 +426,12 @@ export function recordGroup(s: CampaignState, g: GroupSummary, poolAdded: number
     // Only signal-weighted turns read it: other campaigns' carried state stays as it was.
     if (s.config.rollout.taskTurns === 'signal') {
       const taught = st.recentGroupsTaught ?? (st.recentGroupsTaught = []);
-      taught.push(curateBuffered(s, buffered, mode).kind === 'train' ? 1 : 0);
-      taught.splice(0, Math.max(0, taught.length - GROUP_STATS_WINDOW));
+      const verdict = curateBuffered(s, buffered, mode);
+      // A group too stale to train says how slow it was, not what the task can teach: not counted.
+      if (verdict.kind === 'train' || !verdict.reason.startsWith('stale')) {
+        taught.push(verdict.kind === 'train' ? 1 : 0);
+        taught.splice(0, Math.max(0, taught.length - GROUP_STATS_WINDOW));
+      }
     }
   }
   return true;
@@ -529,12 +533,13 @@ function curateBuffered(s: CampaignState, g: BufferedGroup, mode: CurationMode =
   // "enough rows" rule becomes: at least 2 fresh online episodes.
   const rng = createPrng(hashSeed(`${g.groupId}/select`));
   const successRewards = mode.successRewards ?? true;
-  // trainer.stepDiscount (1 = DART; absent in configs carried from before the field): both the curation
-  // reward and the reward GRPO sees shrink by γ per step after the first.
-  const gamma = c.trainer.stepDiscount ?? 1;
+  // curation.stepDiscount (1 = DART; absent in configs carried from before the field): both the curation
+  // reward and the reward GRPO sees shrink by γ per step after the first — positive rewards only, so a
+  // failure (0, MiniWoB's −1) is not made milder by stalling before it.
+  const gamma = c.curation.stepDiscount ?? 1;
   const asCandidate = (t: BufferedTrajectory): CuratedTrajectory => {
     const reward = successRewards && t.reward !== null ? successIndicator(s, t.reward) : t.reward;
-    if (gamma === 1 || t.reward === null) return { ...t, createdAt: 0, rawReward: t.reward, reward };
+    if (gamma === 1 || t.reward === null || t.reward <= 0) return { ...t, createdAt: 0, rawReward: t.reward, reward };
     const factor = stepDiscountFactor(gamma, t.numSteps);
     return { ...t, createdAt: 0, rawReward: t.reward * factor, reward: reward * factor };
   };
