@@ -299,10 +299,10 @@ export function groupPoolOptions(c: Pick<CampaignConfig, 'curation'>): { poolByI
  * successes) takes one turn in rollout.solvedTaskEvery (algorithms/curation.ts takesTurn) and the turn
  * goes on to the next task; when every task passes, the last one looked at takes the turn.
  */
-function nextTurn(
-  s: CampaignState,
-  active: TaskRef[]
-): { task: TaskRef; passedOver: string[]; turnCredits?: Record<string, number> } {
+/** Whose turn it is, and what the choice changes in the carried state once the group starts. */
+type Turn = Pick<GroupPlan, 'task' | 'passedOver' | 'turnCredits'>;
+
+function nextTurn(s: CampaignState, active: TaskRef[]): Turn {
   const { solvedTaskEvery: every, solvedTaskWindow: window } = s.config.rollout;
   const passedOver: string[] = [];
   for (let i = 0; ; i++) {
@@ -326,10 +326,7 @@ function nextTurn(
  * least likely to be skipped. Candidates are taken from the round-robin cursor on, so equal weights (every
  * task untried) give the round-robin order.
  */
-function signalWeightedTurn(
-  s: CampaignState,
-  active: TaskRef[]
-): { task: TaskRef; passedOver: string[]; turnCredits: Record<string, number> } {
+function signalWeightedTurn(s: CampaignState, active: TaskRef[]): Turn {
   const order = active.map((_, i) => active[(s.cursor + i) % active.length]!);
   const turn = weightedTurn(
     order.map((t) => s.stats[t.id]?.turnCredit ?? 0),
@@ -424,17 +421,19 @@ export function recordGroup(s: CampaignState, g: GroupSummary, poolAdded: number
     const buffered = toBufferedGroup(s.campaignId, g);
     s.buffer.push(buffered);
     // Only signal-weighted turns read it: other campaigns' carried state stays as it was.
-    if (s.config.rollout.taskTurns === 'signal') {
-      const taught = st.recentGroupsTaught ?? (st.recentGroupsTaught = []);
-      const verdict = curateBuffered(s, buffered, mode);
-      // A group too stale to train says how slow it was, not what the task can teach: not counted.
-      if (verdict.kind === 'train' || !verdict.reason.startsWith('stale')) {
-        taught.push(verdict.kind === 'train' ? 1 : 0);
-        taught.splice(0, Math.max(0, taught.length - GROUP_STATS_WINDOW));
-      }
-    }
+    if (s.config.rollout.taskTurns === 'signal') noteGroupVerdict(s, st, buffered, mode);
   }
   return true;
+}
+
+/** rollout.taskTurns 'signal': remember whether the task's newest group passed curation (1) or not (0). */
+function noteGroupVerdict(s: CampaignState, st: TaskStats, g: BufferedGroup, mode: CurationMode): void {
+  const verdict = curateBuffered(s, g, mode);
+  // A group too stale to train says how slow it was, not what the task can teach: not counted.
+  if (verdict.kind === 'skip' && verdict.reason.startsWith('stale')) return;
+  const taught = st.recentGroupsTaught ?? (st.recentGroupsTaught = []);
+  taught.push(verdict.kind === 'train' ? 1 : 0);
+  taught.splice(0, Math.max(0, taught.length - GROUP_STATS_WINDOW));
 }
 
 /** A group that will never report (its child failed, was terminated or timed out): its episodes are lost. */
