@@ -86,9 +86,14 @@ const fast = (urls: string[], over: Partial<OsworldEnvOptions> = {}): OsworldEnv
   initRetryDelayMs: 0,
   vmTries: 2,
   vmRetryDelayMs: 10,
-  timeouts: { screenshotMs: 300, executeMs: 300, startMs: 2_000 },
+  // Generous: on a loaded 2-core CI machine a healthy fake can take far longer than a real VM's
+  // budget to answer; only the hanging-VM test shortens them (HANG_TIMEOUTS).
+  timeouts: { screenshotMs: 10_000, executeMs: 10_000, startMs: 10_000 },
   ...over,
 });
+
+/** Short budgets for the one test whose VM never answers (the timeout is what it checks). */
+const HANG_TIMEOUTS = { timeouts: { screenshotMs: 300, executeMs: 300, startMs: 2_000 } };
 
 /** A policy that plays a fixed list of actions. */
 const scripted =
@@ -256,7 +261,7 @@ test('an env server that refuses (connection refused, HTTP 500) falls back to th
 
 test('a VM that never answers: timeout, infrastructure failure, each attempt’s VM released', async () => {
   const server = await envServer({ vmMode: 'hang' });
-  const pool = new OsworldEnvPool({ slots: 1, ...fast([server.url], { initAttempts: 2 }) });
+  const pool = new OsworldEnvPool({ slots: 1, ...fast([server.url], { initAttempts: 2, ...HANG_TIMEOUTS }) });
   try {
     await assertInfraFailure(
       await episode(pool, []),
@@ -268,7 +273,7 @@ test('a VM that never answers: timeout, infrastructure failure, each attempt’s
   } finally {
     await pool.close();
   }
-  const env = new OsworldEnvPool({ slots: 1, ...fast([server.url]) });
+  const env = new OsworldEnvPool({ slots: 1, ...fast([server.url], HANG_TIMEOUTS) });
   await assert.rejects((await env.acquire()).reset(TASK, 1), EnvTimeoutError);
   await env.close();
 });

@@ -168,6 +168,31 @@ test("rollout.taskTurns 'signal': a task whose groups stop teaching gets few tur
   assert.equal(rr.stats.a!.recentGroupsTaught, undefined);
 });
 
+test("rollout.taskTurns 'signal': a group too stale to train is no verdict on its task (neither taught nor not)", () => {
+  const s = state({ rollout: { envConcurrency: 16, dynamicRollout: false, taskTurns: 'signal' } });
+  const mixed = [1, 0, 1, 0];
+  const startGroup = () => {
+    const plan = planNextGroup(s)!;
+    markGroupStarted(s, plan, 0);
+    return plan;
+  };
+  // A group sampled by v0 reports after the head moved to v2 (maxStaleness 1): curation skips it as stale.
+  const slow = startGroup();
+  s.policyVersion = 2;
+  recordGroup(s, summary(slow.groupId, slow.task.id, mixed, 0), 0);
+  assert.equal(s.buffer.length, 1, 'the group is buffered (and later pruned) as before');
+  assert.equal(s.stats[slow.task.id]!.recentGroupsTaught, undefined, 'the stale group is not counted as a 0');
+  // The same task's fresh groups count: one that teaches (1), one with nothing to teach (0).
+  const fresh = startGroup();
+  recordGroup(s, summary(fresh.groupId, fresh.task.id, mixed, 2), 0);
+  assert.deepEqual(s.stats[fresh.task.id]!.recentGroupsTaught, [1]);
+  const saturated = startGroup();
+  recordGroup(s, summary(saturated.groupId, saturated.task.id, [1, 1, 1, 1], 2), 0);
+  assert.equal(s.stats[saturated.task.id]!.recentGroupsTaught!.at(-1), 0);
+  const verdicts = Object.values(s.stats).flatMap((st) => st.recentGroupsTaught ?? []);
+  assert.equal(verdicts.length, 2, 'two fresh groups, two verdicts; the stale one none');
+});
+
 test('curation.stepDiscount: successes of different lengths are trained on, the shorter rewarded more; γ = 1 is DART', () => {
   const stepsOf = (g: GroupSummary, steps: number[]): GroupSummary => ({
     ...g,
