@@ -2,30 +2,16 @@
  * The workers a one-machine run (`npm start`, the quickstart bench) starts beside its campaign, read from
  * the campaign config's `env` and `policy` sections — so `env.workers`, `env.slotsPerWorker`,
  * `env.kind`, `env.remoteEndpoint`, `env.simulatedProfile`, `env.simulatedTimeScale`, `policy.servers`,
- * `policy.maxBatch`, `policy.maxWaitMs` (and the network of `policy.width`, `policy.clickMaxContext` and
- * `policy.clickWordQuery`) do what docs/configuration.md says there. Workers started on their own
+ * `policy.maxBatch`, `policy.maxWaitMs` do what docs/configuration.md says there (the network of `policy.width`
+ * and the architecture options reaches the policy servers in each checkpoint). Workers started on their own
  * (`dartflow workers`, other machines) take their own flags. Pure: no processes, no I/O.
  */
 import { ConfigError } from '../config/load';
 import { envPoolConfigFromEnv } from '../envs/pool-factory';
-import { defaultPolicySpec, specForPolicy, specKey, type PolicySpec } from '../policy/spec';
 import type { CampaignConfig } from '../schemas/config';
 import type { LocalWorkersOptions } from './local-workers';
 
-/**
- * The network the campaign's policy servers must serve when it is not the default one (policy.width ≠ 1,
- * policy.clickMaxContext, policy.clickWordQuery): the caller writes it to a file the servers read
- * (DARTFLOW_POLICY_SPEC_FILE), as they start before the campaign's first checkpoint exists. Undefined for the default network.
- */
-export function nonDefaultPolicySpec(config: CampaignConfig): PolicySpec | undefined {
-  const spec = specForPolicy(config.policy);
-  return specKey(spec) === specKey(defaultPolicySpec) ? undefined : spec;
-}
-
-export function localWorkersForConfig(
-  config: CampaignConfig,
-  opts: { policySpecFile?: string } = {}
-): LocalWorkersOptions {
+export function localWorkersForConfig(config: CampaignConfig): LocalWorkersOptions {
   if (config.policy.kind === 'vlm')
     throw new ConfigError(
       'policy.kind: "vlm" needs vLLM policy roles and the Python trainer, which this one-machine runner does not start; run the workers with `npx dartflow workers` and vLLM roles (docs/vlm.md), or use policy.kind: embedded'
@@ -43,9 +29,9 @@ export function localWorkersForConfig(
       // Read by the policy servers only (workers/policy-server.ts); the other roles ignore them.
       DARTFLOW_POLICY_MAX_BATCH: String(policy.maxBatch),
       DARTFLOW_POLICY_MAX_WAIT_MS: String(policy.maxWaitMs),
-      // Always set: a DARTFLOW_POLICY_SPEC_FILE left in the shell (for servers started on their own) must not
-      // give these servers another network than the campaign's ('' = the default network).
-      DARTFLOW_POLICY_SPEC_FILE: opts.policySpecFile ?? '',
+      // Always '': a DARTFLOW_POLICY_SPEC_FILE left in the shell would pin these servers to its network; unpinned,
+      // they serve the network each checkpoint names, whatever policy.width or architecture option the campaign sets.
+      DARTFLOW_POLICY_SPEC_FILE: '',
       // The config validates that a remote campaign names its env server.
       ...(env.kind === 'remote' && env.remoteEndpoint ? { DARTFLOW_ENV_URL: env.remoteEndpoint } : {}),
     },

@@ -44,9 +44,9 @@ infrastructure
           [--vlm-world-size N]       SIGHUP stops every role and its Chromium. Role trainer-vlm (never a
                                      default): the Python VLM trainer on queue trainer-vlm, for the model in
                                      DIR (or DARTFLOW_VLM_BASE_MODEL), training data-parallel (FSDP) over N
-                                     processes (default 1; on GPUs: one per GPU). --spec-file: the network the
-                                     policy servers serve when a campaign sets policy.width ≠ 1 or
-                                     policy.clickMaxContext / clickWordQuery (a PolicySpec JSON; npm start writes one)
+                                     processes (default 1; on GPUs: one per GPU). Policy servers serve the
+                                     network each checkpoint names; --spec-file F (a PolicySpec JSON) pins
+                                     them to that one network and they refuse checkpoints of any other
   env-server [--port P] [--slots N]  serve browser envs over the remote env protocol (docs/env-protocol.openapi.yaml)
   viewer [--port 8300] [--host 127.0.0.1] [--token T]
                                      read-only web viewer of campaigns and trajectories (docs/viewer.md)
@@ -483,8 +483,8 @@ async function workersCommand(args: string[]): Promise<void> {
     ...(values['vlm-base-model'] ? { vlmBaseModel: values['vlm-base-model'] } : {}),
     vlmWorldSize: intFlag('vlm-world-size', values['vlm-world-size'], 1),
     echo: true,
-    // The network the policy servers serve when it is not the default (policy.width ≠ 1, clickMaxContext, clickWordQuery):
-    // a PolicySpec JSON file (npm start writes one to <data dir>/policy-specs/<campaign>.json).
+    // Pins the policy servers to one network (a PolicySpec JSON file); without it they serve the network each
+    // checkpoint names.
     ...(values['spec-file'] ? { env: { DARTFLOW_POLICY_SPEC_FILE: path.resolve(values['spec-file']) } } : {}),
   } as const;
   // Listen before the children exist: a signal that arrives while they start must still stop them.

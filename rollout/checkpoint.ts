@@ -11,8 +11,8 @@ import { CheckpointManifestSchema, type CheckpointManifest } from '../schemas/re
 import { CorruptObjectError, ObjectNotFoundError } from '../storage/errors';
 import { keys } from '../storage/keys';
 import type { ObjectStore } from '../storage/object-store';
-import { asFloat32 } from '../storage/safetensors';
-import { paramTensorSpec, specKey, type PolicySpec } from '../policy/spec';
+import { asFloat32, checkTensorSpec } from '../storage/safetensors';
+import { paramTensorSpec, specKey, validateSpec, type PolicySpec } from '../policy/spec';
 import { checkWeights, initWeights, weightsToSafetensors, type PolicyWeights } from '../policy/weights';
 
 /**
@@ -41,14 +41,30 @@ export class CheckpointRejectedError extends Error {
 export interface LoadedCheckpoint {
   manifest: CheckpointManifest;
   weights: PolicyWeights;
+  /** The network the weights belong to (named by the checkpoint; see readCheckpoint). */
+  spec: PolicySpec;
 }
 
-/** Reads and fully validates one checkpoint version. Storage outages propagate unchanged (retryable). */
+/** Which networks a server accepts from checkpoints. */
+export interface CheckpointNetwork {
+  /** The server's configured network: assumed for checkpoints that do not name theirs. */
+  spec: PolicySpec;
+  /** Refuse checkpoints of any other network (a server started with --spec-file). */
+  pinned: boolean;
+}
+
+/**
+ * Reads and fully validates one checkpoint version. The checkpoint names its network: the spec in the
+ * weights' safetensors header (written by weightsToSafetensors), checked against the spec hash in the
+ * manifest, then every tensor against that spec — so a server serves whatever architecture the campaign
+ * trains. Checkpoints without the header field take the server's configured spec. Storage outages
+ * propagate unchanged (retryable).
+ */
 export async function readCheckpoint(
   store: ObjectStore,
-  spec: PolicySpec,
   campaignId: string,
-  version: number
+  version: number,
+  network: CheckpointNetwork
 ): Promise<LoadedCheckpoint> {
   const reject = (reason: CheckpointRejectReason, detail: string) =>
     new CheckpointRejectedError(reason, campaignId, version, detail);
@@ -64,33 +80,37 @@ export async function readCheckpoint(
   if (manifest.campaignId !== campaignId || manifest.version !== version) {
     throw reject('mismatch', `manifest at ${manifestKey} describes ${manifest.campaignId} v${manifest.version}`);
   }
-  const want = policySpecHash(spec);
-  if (manifest.specHash !== want) {
+  const configured = policySpecHash(network.spec);
+  // Refused before the weights are fetched: the manifest alone says which network they are for.
+  if (network.pinned && manifest.specHash !== configured) {
     throw reject(
       'mismatch',
-      `checkpoint spec hash ${manifest.specHash} ≠ this server's ${want} (another architecture: a campaign with policy.width ≠ 1, policy.clickMaxContext or policy.clickWordQuery needs its network in the server's --spec-file / DARTFLOW_POLICY_SPEC_FILE; npm start writes it)`
+      `checkpoint spec hash ${manifest.specHash} ≠ ${configured}, the network this server is pinned to by its --spec-file / DARTFLOW_POLICY_SPEC_FILE (start it without one to serve the network each checkpoint names, or with this campaign's spec)`
     );
   }
   let decoded;
   try {
-    decoded = await store.getSafetensors(manifest.weights.key, {
-      expected: paramTensorSpec(spec),
-      sha256: manifest.weights.sha256,
-    });
+    decoded = await store.getSafetensors(manifest.weights.key, { sha256: manifest.weights.sha256 });
   } catch (err) {
     if (err instanceof ObjectNotFoundError)
       throw reject('not_found', `weights object ${manifest.weights.key} is missing`);
-    if (err instanceof CorruptObjectError) {
-      // getSafetensors reports a shape/name mismatch as corruption too; name it for what it is.
-      throw reject(err.reason.startsWith('mismatch:') ? 'mismatch' : 'corrupt', err.message);
-    }
+    if (err instanceof CorruptObjectError) throw reject('corrupt', err.message);
     throw err;
   }
-  if (decoded.metadata.spec !== undefined && decoded.metadata.spec !== specKey(spec)) {
+  const spec = checkpointSpec(decoded.metadata.spec, network.spec, (detail) => reject('corrupt', detail));
+  const named = policySpecHash(spec);
+  if (manifest.specHash !== named) {
     throw reject(
       'mismatch',
-      `weights were written for spec ${decoded.metadata.spec}, this server runs ${specKey(spec)}`
+      decoded.metadata.spec === undefined
+        ? `checkpoint spec hash ${manifest.specHash} ≠ this server's ${named} (the weights do not name their network; serve them from a server started with that network's --spec-file)`
+        : `the weights' header names network ${named}, but the manifest says spec hash ${manifest.specHash}`
     );
+  }
+  try {
+    checkTensorSpec(decoded.tensors, paramTensorSpec(spec), manifest.weights.key);
+  } catch (err) {
+    throw reject('mismatch', (err as Error).message);
   }
   const weights: PolicyWeights = {};
   try {
@@ -99,7 +119,21 @@ export async function readCheckpoint(
   } catch (err) {
     throw reject('corrupt', (err as Error).message);
   }
-  return { manifest, weights };
+  return { manifest, weights, spec };
+}
+
+/** The spec a weights header names (canonical JSON, policy/spec.specKey), or `fallback` when it names none. */
+function checkpointSpec(
+  named: string | undefined,
+  fallback: PolicySpec,
+  corrupt: (detail: string) => Error
+): PolicySpec {
+  if (named === undefined) return fallback;
+  try {
+    return validateSpec(JSON.parse(named));
+  } catch (err) {
+    throw corrupt(`the weights' header field "spec" is not a valid policy spec: ${(err as Error).message}`);
+  }
 }
 
 /**

@@ -8,6 +8,13 @@
  * session is released once no batch uses it. Reloads are serialized; asking for the version already
  * served is a no-op (reloadPolicy is idempotent). A refused checkpoint leaves the served one untouched.
  *
+ * The network: each checkpoint names its own (the spec in its safetensors header, the spec's hash in its
+ * manifest), and a reload builds that network, so one server serves a campaign of any architecture
+ * (policy.width, policy.clickMaxContext, …) without being told. `pinSpec` (a server given --spec-file)
+ * refuses checkpoints of any other network instead. A request encoded for one network that meets another
+ * (a reload to another architecture while it queued) is answered 503 network_changed: retried, never run on
+ * the wrong input layout.
+ *
  * Inference runs in this process, on the main thread. Why not a child process: one forward of the
  * default (then 23k-parameter) net cost ≈0.12 ms at B=1 and ≈7 ms at B=64 (env-and-policy.md §B4), so with
  * maxBatch capped (default 32) one blocking run() stays in the low milliseconds — far below any
@@ -92,7 +99,10 @@ export interface ReloadResult {
 
 export interface EngineOptions {
   serverId: string;
+  /** The network before the first checkpoint is loaded, and for checkpoints that do not name theirs. */
   spec: PolicySpec;
+  /** Serve this network only: a checkpoint of another one is refused (a server started with --spec-file). */
+  pinSpec?: boolean;
   store: ObjectStore;
   maxBatch?: number;
   maxWaitMs?: number;
@@ -109,6 +119,17 @@ export class PolicyNotReadyError extends Error {
   constructor(serverId: string) {
     super(`policy server ${serverId} serves no model yet (call reloadPolicy first)`);
     this.name = 'PolicyNotReadyError';
+  }
+}
+
+/**
+ * The served network changed (a reload to a checkpoint of another architecture) while this request
+ * waited (HTTP 503, retried): it was encoded for the old network's input layout.
+ */
+export class NetworkChangedError extends Error {
+  constructor(serverId: string, from: string, to: string) {
+    super(`policy server ${serverId} now serves network ${to}; this request was encoded for ${from}: send it again`);
+    this.name = 'NetworkChangedError';
   }
 }
 
@@ -156,17 +177,29 @@ export function checkEncodedImage(image: Float32Array, imageSize: number, field 
   }
 }
 
+/** One network the server can run, with what its spec sizes: batch buffers and instruction encodings. */
+export interface ServedNetwork {
+  readonly spec: PolicySpec;
+  readonly specHash: string;
+  /** Safe to share: the batcher runs one batch at a time (see rollout/batch-buffers.ts). */
+  readonly buffers: BatchBuffers;
+  /** Instruction encodings are reused across the steps and episodes of a task. */
+  readonly textCache: Map<string, Float32Array>;
+}
+
 interface Model extends ServedModel {
+  net: ServedNetwork;
   session: PolicyInference;
   users: number;
   retired: boolean;
 }
 
-interface BatchOut {
-  logp: Float32Array;
-  entropy: number;
-  version: number;
+interface QueuedRow {
+  row: ObservationRow;
+  net: ServedNetwork;
 }
+
+type BatchOut = { logp: Float32Array; entropy: number; version: number } | { changedTo: ServedNetwork };
 
 const PNG_MAGIC = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
@@ -184,31 +217,31 @@ export function pngSize(png: Uint8Array): { width: number; height: number } {
 
 export class PolicyEngine {
   readonly serverId: string;
-  readonly spec: PolicySpec;
-  readonly specHash: string;
+  private readonly pinSpec: boolean;
   private readonly store: ObjectStore;
   private readonly threads: number;
+  private readonly maxBatch: number;
   private current: Model | undefined;
   private loading: { campaignId: string; version: number } | null = null;
   private lastReloadError: string | null = null;
   private reloadChain: Promise<unknown> = Promise.resolve();
-  private readonly batcher: DynamicBatcher<ObservationRow, BatchOut>;
-  /** Instruction encodings are reused across the steps and episodes of a task. */
-  private readonly textCache = new Map<string, Float32Array>();
+  private readonly batcher: DynamicBatcher<QueuedRow, BatchOut>;
   private readonly pre: Preprocessor;
-  /** Safe to share: the batcher runs one batch at a time (see rollout/batch-buffers.ts). */
-  private readonly buffers: BatchBuffers;
+  /** The configured network (served until a checkpoint names another). */
+  private readonly defaultNet: ServedNetwork;
+  /** The last other network built, kept so reloads within one campaign reuse its buffers. */
+  private otherNet: ServedNetwork | undefined;
 
   constructor(opts: EngineOptions) {
     this.serverId = opts.serverId;
-    this.spec = opts.spec;
-    this.specHash = policySpecHash(opts.spec);
+    this.pinSpec = opts.pinSpec ?? false;
     this.store = opts.store;
     this.threads = opts.threads ?? 1;
     const pt = opts.preprocessThreads ?? 0;
-    this.pre = pt > 0 ? threadPreprocessor(opts.spec, pt) : inlinePreprocessor(opts.spec);
+    this.pre = pt > 0 ? threadPreprocessor(pt) : inlinePreprocessor();
     const maxBatch = opts.maxBatch ?? 32;
-    this.batcher = new DynamicBatcher<ObservationRow, BatchOut>(
+    this.maxBatch = maxBatch;
+    this.batcher = new DynamicBatcher<QueuedRow, BatchOut>(
       { run: (rows) => this.runBatch(rows) },
       {
         maxBatch,
@@ -218,7 +251,38 @@ export class PolicyEngine {
       opts.onBatch
     );
     // After the batcher, which refuses a bad maxBatch with a clear message.
-    this.buffers = new BatchBuffers(opts.spec, maxBatch);
+    this.defaultNet = this.buildNetwork(opts.spec);
+  }
+
+  private buildNetwork(spec: PolicySpec): ServedNetwork {
+    return {
+      spec,
+      specHash: policySpecHash(spec),
+      buffers: new BatchBuffers(spec, this.maxBatch),
+      textCache: new Map(),
+    };
+  }
+
+  /** The network for `spec`: the configured one, the last other one, or a new one (which replaces it). */
+  private networkFor(spec: PolicySpec): ServedNetwork {
+    const hash = policySpecHash(spec);
+    if (hash === this.defaultNet.specHash) return this.defaultNet;
+    if (this.otherNet?.specHash !== hash) this.otherNet = this.buildNetwork(spec);
+    return this.otherNet;
+  }
+
+  /** The network requests are encoded for now: the served model's, or the configured one before any. */
+  get network(): ServedNetwork {
+    return this.current?.net ?? this.defaultNet;
+  }
+
+  /** The served network's spec (its input size is what act calls must encode for). */
+  get spec(): PolicySpec {
+    return this.network.spec;
+  }
+
+  get specHash(): string {
+    return this.network.specHash;
   }
 
   get served(): ServedModel | undefined {
@@ -247,18 +311,22 @@ export class PolicyEngine {
     };
   }
 
-  private async runBatch(rows: ObservationRow[]): Promise<BatchOut[]> {
+  private async runBatch(queued: QueuedRow[]): Promise<BatchOut[]> {
     const model = this.current;
     if (!model) throw new PolicyNotReadyError(this.serverId);
+    // Rows encoded for another network (a reload changed it while they queued) go back as network_changed.
+    const runnable = queued.filter((q) => q.net === model.net);
+    if (runnable.length === 0) return queued.map(() => ({ changedTo: model.net }));
     model.users += 1;
     try {
-      const out = await model.session.run(this.buffers.pack(rows));
-      const A = numActions(this.spec);
-      return rows.map((_, i) => ({
-        logp: out.logp.slice(i * A, (i + 1) * A),
-        entropy: out.entropy[i] ?? NaN,
-        version: model.version,
-      }));
+      const out = await model.session.run(model.net.buffers.pack(runnable.map((q) => q.row)));
+      const A = numActions(model.net.spec);
+      let i = 0;
+      return queued.map((q) => {
+        if (q.net !== model.net) return { changedTo: model.net };
+        const k = i++;
+        return { logp: out.logp.slice(k * A, (k + 1) * A), entropy: out.entropy[k] ?? NaN, version: model.version };
+      });
     } finally {
       model.users -= 1;
       this.releaseIfIdle(model);
@@ -269,18 +337,18 @@ export class PolicyEngine {
     if (model.retired && model.users === 0) void model.session.release().catch(() => undefined);
   }
 
-  private encodeText(instruction: string): Float32Array {
-    let v = this.textCache.get(instruction);
+  private encodeText(net: ServedNetwork, instruction: string): Float32Array {
+    let v = net.textCache.get(instruction);
     if (!v) {
-      v = encodeInstruction(instruction, this.spec);
-      if (this.textCache.size >= 1024) this.textCache.clear();
-      this.textCache.set(instruction, v);
+      v = encodeInstruction(instruction, net.spec);
+      if (net.textCache.size >= 1024) net.textCache.clear();
+      net.textCache.set(instruction, v);
     }
     return v;
   }
 
-  private encodeMask(obs: EngineObservation): Float32Array {
-    const mask = actionMask(this.spec, { numFields: obs.fields.length });
+  private encodeMask(net: ServedNetwork, obs: EngineObservation): Float32Array {
+    const mask = actionMask(net.spec, { numFields: obs.fields.length });
     if (obs.mask) {
       if (obs.mask.length !== mask.length)
         throw new BadActRequestError(`mask has ${obs.mask.length} entries, this policy has ${mask.length} actions`);
@@ -292,36 +360,40 @@ export class PolicyEngine {
     return mask;
   }
 
-  /** One step's decision. Concurrent calls are batched together. */
-  async act(obs: EngineObservation, opts: EngineActOptions): Promise<ActAnswer> {
+  /**
+   * One step's decision. Concurrent calls are batched together. `net`: the network the caller checked
+   * the observation against (the HTTP layer, before it cut the body into images); default the served one.
+   */
+  async act(obs: EngineObservation, opts: EngineActOptions, net: ServedNetwork = this.network): Promise<ActAnswer> {
     if (!this.current) throw new PolicyNotReadyError(this.serverId);
     let size: { width: number; height: number };
     let image: Float32Array;
     if ('image' in obs) {
-      checkEncodedImage(obs.image, this.spec.imageSize);
+      checkEncodedImage(obs.image, net.spec.imageSize);
       size = { width: obs.width, height: obs.height };
       image = obs.image;
     } else {
       size = pngSize(obs.png);
       try {
-        image = await this.pre.encode(obs.png);
+        image = await this.pre.encode(obs.png, net.spec.imageSize);
       } catch (err) {
         throw new BadActRequestError(`cannot decode the PNG: ${(err as Error).message}`);
       }
     }
     let prev: Float32Array | undefined;
     try {
-      prev = this.spec.previousAction ? encodePreviousAction(obs.previous, this.spec) : undefined;
+      prev = net.spec.previousAction ? encodePreviousAction(obs.previous, net.spec) : undefined;
     } catch (err) {
       throw new BadActRequestError((err as Error).message);
     }
     const row: ObservationRow = {
       obs: image,
-      text: this.encodeText(obs.instruction),
-      mask: this.encodeMask(obs),
+      text: this.encodeText(net, obs.instruction),
+      mask: this.encodeMask(net, obs),
       ...(prev ? { prev } : {}),
     };
-    const out = await this.batcher.submit(row);
+    const out = await this.batcher.submit({ row, net });
+    if ('changedTo' in out) throw new NetworkChangedError(this.serverId, net.specHash, out.changedTo.specHash);
     // Rows of a batch are computed independently, so a NaN or ∞ sent in an encoded image spoils only
     // its own row: refuse that request (a PNG cannot carry one).
     if ('image' in obs && !Number.isFinite(out.entropy))
@@ -335,7 +407,7 @@ export class PolicyEngine {
       greedy: opts.greedy ?? false,
     });
     // sampleAction never picks a masked entry (weight exactly 0), so decoding cannot hit a reserved slot.
-    const action = actionFromIndex(this.spec, sample.index, { fields: obs.fields });
+    const action = actionFromIndex(net.spec, sample.index, { fields: obs.fields });
     return {
       actionIndex: sample.index,
       action,
@@ -349,11 +421,13 @@ export class PolicyEngine {
 
   /** Serves `weights` directly as `version` (tests and benchmarks without a store round trip). */
   async loadWeights(campaignId: string, version: number, weights: PolicyWeights): Promise<void> {
-    const session = await createInferenceSession(this.spec, weights, { threads: this.threads });
+    const net = this.defaultNet;
+    const session = await createInferenceSession(net.spec, weights, { threads: this.threads });
     this.swap({
       campaignId,
       version,
-      specHash: this.specHash,
+      net,
+      specHash: net.specHash,
       loadedAt: Date.now(),
       session,
       users: 0,
@@ -385,10 +459,14 @@ export class PolicyEngine {
     const t0 = performance.now();
     this.loading = { campaignId, version };
     try {
-      const { weights } = await readCheckpoint(this.store, this.spec, campaignId, version);
+      const { weights, spec } = await readCheckpoint(this.store, campaignId, version, {
+        spec: this.defaultNet.spec,
+        pinned: this.pinSpec,
+      });
+      const net = this.networkFor(spec);
       let session: PolicyInference;
       try {
-        session = await createInferenceSession(this.spec, weights, { threads: this.threads });
+        session = await createInferenceSession(net.spec, weights, { threads: this.threads });
       } catch (err) {
         throw new CheckpointRejectedError(
           'corrupt',
@@ -400,7 +478,8 @@ export class PolicyEngine {
       this.swap({
         campaignId,
         version,
-        specHash: this.specHash,
+        net,
+        specHash: net.specHash,
         loadedAt: Date.now(),
         session,
         users: 0,

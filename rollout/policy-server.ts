@@ -15,6 +15,7 @@ import { BatcherClosedError, BatcherOverloadedError } from './batcher';
 import {
   BadActRequestError,
   PolicyEngine,
+  NetworkChangedError,
   PolicyNotReadyError,
   type ActAnswer,
   type EngineObservation,
@@ -111,10 +112,11 @@ function readBody(req: http.IncomingMessage, limit: number, pool: BodyPool): Pro
 }
 
 /** Maps engine/storage errors to HTTP answers. */
-function toHttpError(err: unknown): HttpError {
+export function toHttpError(err: unknown): HttpError {
   if (err instanceof HttpError) return err;
   if (err instanceof BadActRequestError) return new HttpError(400, err.code, err.message, false);
   if (err instanceof PolicyNotReadyError) return new HttpError(503, 'not_ready', err.message, true);
+  if (err instanceof NetworkChangedError) return new HttpError(503, 'network_changed', err.message, true);
   if (err instanceof BatcherOverloadedError) return new HttpError(503, 'overloaded', err.message, true);
   if (err instanceof BatcherClosedError) return new HttpError(503, 'shutting_down', err.message, true);
   if (err instanceof ObjectNotFoundError) return new HttpError(400, 'screenshot_not_found', err.message, false);
@@ -180,7 +182,9 @@ async function handleAct(req: http.IncomingMessage, opts: PolicyHttpOptions, poo
         false
       );
     }
-    const imageSize = opts.engine.spec.imageSize;
+    // One network for the whole call: a reload to another architecture meanwhile answers 503 network_changed.
+    const net = opts.engine.network;
+    const imageSize = net.spec.imageSize;
     // Encoded observations take their data from the tensor section in request order: resolveObservation
     // does that before its first await, so the calls below take it in map order.
     const observations = await Promise.all(
@@ -198,11 +202,15 @@ async function handleAct(req: http.IncomingMessage, opts: PolicyHttpOptions, poo
     const settled = await Promise.allSettled(
       parsed.data.requests.map((r, i) =>
         opts.engine
-          .act(observations[i]!, {
-            seed: r.seed,
-            temperature: r.temperature,
-            ...(r.greedy !== undefined ? { greedy: r.greedy } : {}),
-          })
+          .act(
+            observations[i]!,
+            {
+              seed: r.seed,
+              temperature: r.temperature,
+              ...(r.greedy !== undefined ? { greedy: r.greedy } : {}),
+            },
+            net
+          )
           .catch((err: unknown) => {
             // The engine does not know where in the call the request was; say it.
             if (err instanceof BadActRequestError && !err.message.startsWith('requests.'))

@@ -8,16 +8,16 @@
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { encodeScreenshot } from '../policy/observation';
-import type { PolicySpec } from '../policy/spec';
 
+/** Encodes a PNG to the [3,S,S] input of a network whose side is `imageSize` (the served network's). */
 export interface Preprocessor {
-  encode(png: Uint8Array): Promise<Float32Array>;
+  encode(png: Uint8Array, imageSize: number): Promise<Float32Array>;
   close(): Promise<void>;
 }
 
-export function inlinePreprocessor(spec: Pick<PolicySpec, 'imageSize'>): Preprocessor {
+export function inlinePreprocessor(): Preprocessor {
   return {
-    encode: async (png) => encodeScreenshot(png, spec),
+    encode: async (png, imageSize) => encodeScreenshot(png, { imageSize }),
     close: async () => undefined,
   };
 }
@@ -28,7 +28,7 @@ interface Slot {
 }
 
 /** A fixed pool of worker threads; each job goes to the thread with the fewest pending jobs. */
-export function threadPreprocessor(spec: Pick<PolicySpec, 'imageSize'>, threads: number): Preprocessor {
+export function threadPreprocessor(threads: number): Preprocessor {
   const ext = path.extname(__filename);
   const file = path.join(__dirname, `preprocess-worker${ext}`);
   let nextId = 0;
@@ -67,7 +67,7 @@ export function threadPreprocessor(spec: Pick<PolicySpec, 'imageSize'>, threads:
     return slot;
   });
   return {
-    encode(png) {
+    encode(png, imageSize) {
       if (closed) return Promise.reject(new Error('preprocessor is closed'));
       const slot = slots.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
       const id = nextId++;
@@ -76,7 +76,7 @@ export function threadPreprocessor(spec: Pick<PolicySpec, 'imageSize'>, threads:
       return new Promise<Float32Array>((resolve, reject) => {
         if (slot.pending.size === 0) slot.worker.ref();
         slot.pending.set(id, { resolve, reject });
-        slot.worker.postMessage({ id, png: copy, imageSize: spec.imageSize }, [copy.buffer]);
+        slot.worker.postMessage({ id, png: copy, imageSize }, [copy.buffer]);
       });
     },
     async close() {

@@ -254,13 +254,13 @@ export const PolicySchema = z
       .boolean()
       .default(false)
       .describe(
-        "Embedded CNN: also adds the feature map's global max to every click logit's context (+1,024 weights at width 1, zero at init), so a small thing anywhere on the page — one named checkbox still unticked — reaches the Submit click at full strength instead of diluted by the mean (policy/spec.ts). `npm start` gives its policy servers this network; policy servers started on their own need it as a spec file (`dartflow workers --spec-file F` or DARTFLOW_POLICY_SPEC_FILE; npm start writes one to <data dir>/policy-specs/), as for width ≠ 1. Measured: no gain, in cloning alone or in the suite bench’s RL (docs/benchmarks.md, section The whole suite from 4,096 demos)."
+        "Embedded CNN: also adds the feature map's global max to every click logit's context (+1,024 weights at width 1, zero at init), so a small thing anywhere on the page — one named checkbox still unticked — reaches the Submit click at full strength instead of diluted by the mean (policy/spec.ts). Policy servers serve it without being told (each checkpoint names its network), as for width ≠ 1, unless pinned to another by --spec-file. Measured: no gain, in cloning alone or in the suite bench’s RL (docs/benchmarks.md, section The whole suite from 4,096 demos)."
       ),
     clickWordQuery: z
       .boolean()
       .default(false)
       .describe(
-        'Embedded CNN: per-word click queries (+V×C = 4,096 weights at width 1, zero at init): every click logit also adds the best match over the instruction words of one query per word, max(0, max_w W_w·h(cell)), so an instruction naming several colours (tick-checkboxes) scores a cell by the one word it matches best instead of by the sum of all colour queries (policy/spec.ts). Policy servers need its network as for clickMaxContext (npm start writes the spec file). Measured: no gain in cloning (tick-checkboxes 61 % against 55-61 % without; docs/benchmarks.md, section Per-word click queries).'
+        'Embedded CNN: per-word click queries (+V×C = 4,096 weights at width 1, zero at init): every click logit also adds the best match over the instruction words of one query per word, max(0, max_w W_w·h(cell)), so an instruction naming several colours (tick-checkboxes) scores a cell by the one word it matches best instead of by the sum of all colour queries (policy/spec.ts). Policy servers take its network from the checkpoints, as for clickMaxContext. Measured: no gain in cloning (tick-checkboxes 61 % against 55-61 % without; docs/benchmarks.md, section Per-word click queries).'
       ),
     servers: posInt
       .default(1)

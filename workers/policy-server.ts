@@ -89,6 +89,9 @@ export async function startPolicyServer(opts: PolicyServerOptions): Promise<Poli
     ...(policyMetrics ? { onBatch: (e: BatchEvent) => policyMetrics.onBatch(e) } : {}),
     serverId: opts.serverId,
     spec: opts.spec ?? defaultPolicySpec,
+    // A spec given (--spec-file) pins the server to that network; otherwise it serves whatever network each
+    // checkpoint names (rollout/checkpoint.ts readCheckpoint).
+    pinSpec: opts.spec !== undefined,
     store,
     ...(opts.maxBatch !== undefined ? { maxBatch: opts.maxBatch } : {}),
     ...(opts.maxWaitMs !== undefined ? { maxWaitMs: opts.maxWaitMs } : {}),
@@ -253,9 +256,12 @@ async function recoverServedModel(
   }
 }
 
-function readSpec(file: string | undefined): PolicySpec {
-  return file ? readPolicySpecFile(file) : defaultPolicySpec;
+/** The spec file's network (the server is then pinned to it), or none: serve what each checkpoint names. */
+function readSpec(file: string | undefined): PolicySpec | undefined {
+  return file ? readPolicySpecFile(file) : undefined;
 }
+
+const withSpec = (spec: PolicySpec | undefined) => (spec ? { spec } : {});
 
 const num = (v: string | undefined, name: string): number | undefined => {
   if (v === undefined || v === '') return undefined;
@@ -300,7 +306,7 @@ async function main(): Promise<void> {
     settings,
     serverId,
     token,
-    spec: readSpec(values['spec-file'] ?? env.DARTFLOW_POLICY_SPEC_FILE),
+    ...withSpec(readSpec(values['spec-file'] || env.DARTFLOW_POLICY_SPEC_FILE || undefined)),
     host: values.host ?? env.DARTFLOW_POLICY_HOST ?? '127.0.0.1',
     ...((values['advertise-url'] ?? env.DARTFLOW_POLICY_ADVERTISE_URL)
       ? { advertiseUrl: values['advertise-url'] ?? env.DARTFLOW_POLICY_ADVERTISE_URL }

@@ -6,9 +6,8 @@
 import os from 'node:os';
 import path from 'node:path';
 import { startLocalWorkers, type LocalWorkers } from '../../cli/local-workers';
-import { checkEnvWorkerSettings, localWorkersForConfig, nonDefaultPolicySpec } from '../../cli/local-workers-config';
+import { checkEnvWorkerSettings, localWorkersForConfig } from '../../cli/local-workers-config';
 import { watchCampaign } from '../../cli/main';
-import { writePolicySpecFile } from '../../policy/spec-file';
 import { DartflowClient } from '../../client/dartflow-client';
 import type { CampaignResult } from '../../workflows/campaign';
 import { loadCampaignConfig } from '../../config/load';
@@ -45,11 +44,8 @@ export async function runQuickstartCampaign(
   ]);
   // The config's env and policy sections say which workers (defaults: 1 env worker of 4 browser
   // contexts, 1 policy server); `npm start -- env.slotsPerWorker=8` changes them like any other field.
-  const spec = nonDefaultPolicySpec(config);
-  const policySpecFile = path.join(settings.dataDir, 'policy-specs', `${config.campaign.id}.json`);
-  const workerOptions = localWorkersForConfig(config, spec ? { policySpecFile } : {});
+  const workerOptions = localWorkersForConfig(config);
   checkEnvWorkerSettings(workerOptions, process.env);
-  if (spec) writePolicySpecFile(policySpecFile, spec);
   const workers: LocalWorkers = startLocalWorkers(settings, workerOptions);
   log(
     `[start] workers: ${workers.children.map((c) => c.name).join(', ')} (logs in ${path.join(settings.dataDir, 'logs')})`

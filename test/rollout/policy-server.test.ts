@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { freshBucket } from '../helpers/infra';
-import { defaultPolicySpec, widenSpec } from '../../policy/spec';
+import { defaultPolicySpec, paramShapes, widenSpec } from '../../policy/spec';
+import { encodeSafetensors, f32Tensor } from '../../storage/safetensors';
 import { initWeights, weightsToSafetensors } from '../../policy/weights';
 import {
   CheckpointRejectedError,
@@ -14,8 +15,8 @@ import {
   writeCheckpoint,
   writeInitialCheckpoint,
 } from '../../rollout/checkpoint';
-import { PolicyEngine } from '../../rollout/engine';
-import { startPolicyHttpServer, type RunningPolicyServer } from '../../rollout/policy-server';
+import { NetworkChangedError, PolicyEngine } from '../../rollout/engine';
+import { startPolicyHttpServer, toHttpError, type RunningPolicyServer } from '../../rollout/policy-server';
 import { CheckpointManifestSchema, type CheckpointManifest } from '../../schemas/records';
 import { keys } from '../../storage/keys';
 import { sha256Hex, type ObjectStore } from '../../storage/object-store';
@@ -213,7 +214,7 @@ describe('policy server (HTTP, real ORT session, MinIO checkpoints)', () => {
   });
 
   it('refuses checkpoints of another shape or spec hash, and a missing one', async () => {
-    // Weights of a wider net under a manifest that claims this spec: the tensor shapes give it away.
+    // Weights of a wider net under a manifest that claims this spec: the header names the wider network.
     const wide = widenSpec(spec, 2);
     const wideRef = await store.putBytes(
       keys.checkpointWeights(CAMPAIGN, 3),
@@ -226,6 +227,28 @@ describe('policy server (HTTP, real ORT session, MinIO checkpoints)', () => {
     );
     await assert.rejects(
       engine.reload(CAMPAIGN, 3),
+      (err: unknown) =>
+        err instanceof CheckpointRejectedError &&
+        err.reason === 'mismatch' &&
+        err.message.includes(
+          `header names network ${policySpecHash(wide)}, but the manifest says spec hash ${v1.specHash}`
+        )
+    );
+    // Weights that do not name their network (written before the header field): the shapes give them away.
+    const wideWeights = initWeights(wide, 1);
+    const unnamedRef = await store.putBytes(
+      keys.checkpointWeights(CAMPAIGN, 6),
+      encodeSafetensors(
+        Object.fromEntries(paramShapes(wide).map((p) => [p.name, f32Tensor(p.shape, wideWeights[p.name]!)]))
+      )
+    );
+    await store.putJson(
+      keys.checkpointManifest(CAMPAIGN, 6),
+      { ...v1, version: 6, weights: unnamedRef },
+      CheckpointManifestSchema
+    );
+    await assert.rejects(
+      engine.reload(CAMPAIGN, 6),
       (err: unknown) => err instanceof CheckpointRejectedError && err.reason === 'mismatch' && /shape/.test(err.message)
     );
 
@@ -255,6 +278,67 @@ describe('policy server (HTTP, real ORT session, MinIO checkpoints)', () => {
     assert.equal(engine.served?.version, 0);
     const [a] = await act([{ observation: observation(1), seed: 1 }]);
     assert.equal(a?.policyVersion, 0);
+  });
+
+  it('serves the network a checkpoint names; a request encoded for the old one gets network_changed; a pinned server refuses', async () => {
+    // A campaign of another architecture (policy.width = 2): nobody told this server about it.
+    const WIDE = 'srv-wide';
+    const wide = widenSpec(spec, 2);
+    await writeInitialCheckpoint(store, WIDE, wide, 5);
+    const before = engine.network;
+    const r = await engine.reload(WIDE, 0);
+    assert.equal(r.unchanged, false);
+    const h = await call('/v1/health');
+    assert.equal(h.body.campaignId, WIDE);
+    assert.equal(h.body.specHash, policySpecHash(wide), 'health names the network served');
+    // Over HTTP the answer comes from the wide network: the same as its own session's greedy choice.
+    const [a] = await act([{ observation: observation(4), seed: 4, greedy: true }]);
+    assert.equal(a?.policyVersion, 0);
+    const reference = new PolicyEngine({ serverId: 'ref', spec: wide, store, pinSpec: true });
+    try {
+      await reference.reload(WIDE, 0);
+      const want = await reference.act(
+        { png: makePng(4), instruction: 'click on the red box', fields: [] },
+        { seed: 4, temperature: 1, greedy: true }
+      );
+      assert.equal(a?.actionIndex, want.actionIndex);
+      assert.ok(Math.abs(a!.logProb - want.logProb) < 1e-5, `${a?.logProb} vs ${want.logProb}`);
+    } finally {
+      await reference.close();
+    }
+    // A request the HTTP layer checked against the old network, reaching the engine after the swap.
+    await assert.rejects(
+      engine.act(
+        { png: makePng(4), instruction: 'click on the red box', fields: [] },
+        { seed: 4, temperature: 1 },
+        before
+      ),
+      (err: unknown) => err instanceof NetworkChangedError && err.message.includes(policySpecHash(wide))
+    );
+    assert.equal(
+      toHttpError(new NetworkChangedError('x', 'a', 'b')).status,
+      503,
+      'retryable: the client sends it again'
+    );
+
+    // Pinned to the default network (--spec-file): the wide checkpoint is refused, naming the flag.
+    const pinned = new PolicyEngine({ serverId: 'pinned', spec, store, pinSpec: true });
+    try {
+      await assert.rejects(
+        pinned.reload(WIDE, 0),
+        (err: unknown) =>
+          err instanceof CheckpointRejectedError &&
+          err.reason === 'mismatch' &&
+          /pinned to by its --spec-file/.test(err.message)
+      );
+      assert.equal(pinned.served, undefined);
+    } finally {
+      await pinned.close();
+    }
+    // Back to the default network.
+    await engine.reload(CAMPAIGN, 0);
+    assert.equal(engine.network, before, 'the configured network is reused, not rebuilt');
+    assert.equal((await call('/v1/health')).body.specHash, policySpecHash(spec));
   });
 
   it('reloads a good version, and reloading it again is a no-op', async () => {

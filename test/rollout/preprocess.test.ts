@@ -9,13 +9,16 @@ import { makePng } from './helpers';
 
 describe('preprocessing pool', () => {
   it('worker threads produce exactly the inline encoding, and a bad PNG fails only its own job', async () => {
-    const pool = threadPreprocessor(defaultPolicySpec, 2);
+    const pool = threadPreprocessor(2);
+    const S = defaultPolicySpec.imageSize;
     try {
       const pngs = Array.from({ length: 12 }, (_, i) => makePng(i));
-      const out = await Promise.all(pngs.map((p) => pool.encode(p)));
+      const out = await Promise.all(pngs.map((p) => pool.encode(p, S)));
       out.forEach((o, i) => assert.deepEqual(o, encodeScreenshot(pngs[i]!, defaultPolicySpec)));
-      await assert.rejects(pool.encode(Buffer.from('not a png')), Error);
-      assert.deepEqual(await pool.encode(pngs[0]!), out[0], 'the pool still works');
+      // Each job carries its own input side (a server's network can change between reloads).
+      assert.deepEqual(await pool.encode(pngs[1]!, 32), encodeScreenshot(pngs[1]!, { imageSize: 32 }));
+      await assert.rejects(pool.encode(Buffer.from('not a png'), S), Error);
+      assert.deepEqual(await pool.encode(pngs[0]!, S), out[0], 'the pool still works');
     } finally {
       await pool.close();
     }
