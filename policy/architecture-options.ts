@@ -4,7 +4,7 @@
  * (campaign-state.trainerPolicyOf) and the config's refusal for VLM campaigns cannot drift apart.
  * No imports: the campaign workflow uses it too.
  */
-export const ARCHITECTURE_OPTIONS = ['clickMaxContext', 'clickWordQuery'] as const;
+export const ARCHITECTURE_OPTIONS = ['clickMaxContext', 'clickWordQuery', 'hueInput'] as const;
 export type ArchitectureOption = (typeof ARCHITECTURE_OPTIONS)[number];
 
 /**

@@ -5,6 +5,7 @@
 import { attr, GraphBuilder } from './onnx/builder';
 import {
   convGeometry,
+  HUE_EPSILON,
   IMAGE_CHANNELS,
   numActions,
   paramShapes,
@@ -32,8 +33,22 @@ export const IO = {
   gradPrefix: 'grad.',
 } as const;
 
+/**
+ * obs [B,3,S,S] → [B,5,S,S]: RGB and each pixel's hue vector (spec.hueChannels: opponent axes divided by
+ * their length + HUE_EPSILON). Nothing trainable precedes it, so the train graph needs no gradient through it.
+ */
+function withHueChannels(b: GraphBuilder, obs: string): string {
+  const r = b.slice(obs, 1, 0, 1);
+  const g = b.slice(obs, 1, 1, 2);
+  const bl = b.slice(obs, 1, 2, 3);
+  const x = b.mul(b.sub(b.sub(b.mul(r, b.scalar(2)), g), bl), b.scalar(0.5));
+  const y = b.mul(b.sub(g, bl), b.scalar(Math.sqrt(3) / 2));
+  const d = b.add(b.op('Sqrt', [b.add(b.mul(x, x), b.mul(y, y))]), b.scalar(HUE_EPSILON));
+  return b.op('Concat', [obs, b.op('Div', [x, d]), b.op('Div', [y, d])], { axis: attr.int(1) });
+}
+
 export interface ForwardTrace {
-  /** Input of conv i (obs for i = 0, then the ReLU outputs). */
+  /** Input of conv i (obs, with spec.hueInput its hue channels, for i = 0; then the ReLU outputs). */
   convIn: string[];
   /** Pre-activation output of conv i. */
   convOut: string[];
@@ -77,7 +92,7 @@ export function emitForward(
   const c = trunkChannels(spec);
   const convIn: string[] = [];
   const convOut: string[] = [];
-  let x = obs;
+  let x = spec.hueInput ? withHueChannels(b, obs) : obs;
   for (const g of geo) {
     convIn.push(x);
     const z = b.op('Conv', [x, w(`conv${g.index}.weight`), w(`conv${g.index}.bias`)], {

@@ -3,7 +3,17 @@
  * (not from the ONNX graph code). Tests only: it checks the generated forward graph and serves as the
  * float64 loss for finite-difference checks of the generated backward graph.
  */
-import { convGeometry, IMAGE_CHANNELS, numActions, numCells, NUM_TOKENS, trunkChannels, type PolicySpec } from './spec';
+import {
+  convGeometry,
+  hueChannels,
+  IMAGE_CHANNELS,
+  inputChannels,
+  numActions,
+  numCells,
+  NUM_TOKENS,
+  trunkChannels,
+  type PolicySpec,
+} from './spec';
 
 export type RefWeights = Record<string, ArrayLike<number>>;
 
@@ -133,6 +143,23 @@ function clickContext(spec: PolicySpec, w: RefWeights, h: Float64Array, pooled: 
   return out;
 }
 
+/** obs [B,3,S,S] → [B,5,S,S]: RGB then each pixel's hue vector (spec.hueChannels), as the graph's hue input. */
+function withHue(obs: ArrayLike<number>, B: number, S: number): Float64Array {
+  const n = S * S;
+  const out = new Float64Array(B * (IMAGE_CHANNELS + 2) * n);
+  for (let b = 0; b < B; b++) {
+    const src = b * IMAGE_CHANNELS * n;
+    const dst = b * (IMAGE_CHANNELS + 2) * n;
+    for (let i = 0; i < n; i++) {
+      const [hx, hy] = hueChannels(obs[src + i]!, obs[src + n + i]!, obs[src + 2 * n + i]!);
+      for (let c = 0; c < IMAGE_CHANNELS; c++) out[dst + c * n + i] = obs[src + c * n + i]!;
+      out[dst + 3 * n + i] = hx;
+      out[dst + 4 * n + i] = hy;
+    }
+  }
+  return out;
+}
+
 export function referenceForward(
   spec: PolicySpec,
   w: RefWeights,
@@ -143,8 +170,8 @@ export function referenceForward(
   const C = trunkChannels(spec);
   const G = spec.gridSize;
   const geo = convGeometry(spec);
-  let x: ArrayLike<number> = batch.obs;
-  let ch = IMAGE_CHANNELS;
+  let x: ArrayLike<number> = spec.hueInput ? withHue(batch.obs, B, spec.imageSize) : batch.obs;
+  let ch = inputChannels(spec);
   let n = spec.imageSize;
   for (const g of geo) {
     const z = conv2d(

@@ -121,6 +121,14 @@ export const PolicySpecSchema = z.object({
    * every cell either partly matches; the max scores a cell by the one word it matches best. Absent = off.
    */
   clickWordQuery: z.boolean().optional(),
+  /**
+   * Two more input channels computed inside the graph from the RGB input: each pixel's hue as a vector on
+   * the unit circle (hueChannels below). Orange (#f58231) is almost exactly the midpoint of red (#e6194b)
+   * and yellow (#ffe119) in RGB, so no linear function of RGB scores it above both, and a conv trunk must
+   * first learn a bump-shaped colour feature; on the hue circle every saturated colour is an extreme point,
+   * separable by one linear unit. Absent = off.
+   */
+  hueInput: z.boolean().optional(),
 });
 export type PolicySpec = z.infer<typeof PolicySpecSchema>;
 
@@ -178,6 +186,9 @@ export const maxContextPolicySpec: PolicySpec = { ...defaultPolicySpec, clickMax
  */
 export const wordQueryPolicySpec: PolicySpec = { ...defaultPolicySpec, clickWordQuery: true };
 
+/** The default with hue input channels (hueInput): for tasks that name colours (click-colour's orange, green). */
+export const huePolicySpec: PolicySpec = { ...defaultPolicySpec, hueInput: true };
+
 /** The same architecture with every conv's channel count multiplied (the "one setting" to scale up). */
 export function widenSpec(spec: PolicySpec, factor: number): PolicySpec {
   return {
@@ -195,7 +206,32 @@ export function specForPolicy(arch: PolicyArchitecture): PolicySpec {
   return arch.width === 1 ? base : widenSpec(base, arch.width);
 }
 
+/** Channels of the observation the network is fed (RGB), on the wire and in the graph's `obs` input. */
 export const IMAGE_CHANNELS = 3;
+/** Channels spec.hueInput adds inside the graph: the hue vector (cos, sin) of each pixel. */
+export const HUE_CHANNELS = 2;
+/**
+ * Added to the chroma before the hue vector is divided by it: grey, white and black pixels (chroma ≈ 0) get
+ * a vector ≈ 0 instead of an arbitrary direction, and the page's saturated colours (chroma 0.55–0.85 in
+ * [0,1] units) one of length ≈ 0.85–0.9.
+ */
+export const HUE_EPSILON = 0.1;
+
+/**
+ * The hue vector of one RGB pixel in [0,1]: the opponent-colour axes x = (2R − G − B)/2 and
+ * y = (√3/2)(G − B) (the RGB cube projected along the grey diagonal), divided by their length + HUE_EPSILON.
+ * The graph (graph-forward.ts) and the TypeScript reference compute exactly this.
+ */
+export function hueChannels(r: number, g: number, b: number): [number, number] {
+  const x = (2 * r - g - b) / 2;
+  const y = (Math.sqrt(3) / 2) * (g - b);
+  const d = Math.sqrt(x * x + y * y) + HUE_EPSILON;
+  return [x / d, y / d];
+}
+
+/** Channels of the first conv's input: RGB, plus the hue vector with spec.hueInput. */
+export const inputChannels = (spec: Pick<PolicySpec, 'hueInput'>): number =>
+  IMAGE_CHANNELS + (spec.hueInput ? HUE_CHANNELS : 0);
 export const NUM_TOKENS = TOKEN_NAMES.length;
 
 export const numCells = (spec: Pick<PolicySpec, 'gridSize'>): number => spec.gridSize * spec.gridSize;
@@ -218,7 +254,7 @@ export interface ConvGeometry extends ConvLayerSpec {
 
 /** Per-layer shapes; throws if the trunk does not end at gridSize×gridSize. */
 export function convGeometry(spec: PolicySpec): ConvGeometry[] {
-  let inChannels = IMAGE_CHANNELS;
+  let inChannels = inputChannels(spec);
   let inSize = spec.imageSize;
   const layers = spec.convs.map((c, index) => {
     const span = inSize + 2 * c.pad - c.kernel;

@@ -262,6 +262,12 @@ export const PolicySchema = z
       .describe(
         'Embedded CNN: per-word click queries (+V×C = 4,096 weights at width 1, zero at init): every click logit also adds the best match over the instruction words of one query per word, max(0, max_w W_w·h(cell)), so an instruction naming several colours (tick-checkboxes) scores a cell by the one word it matches best instead of by the sum of all colour queries (policy/spec.ts). Policy servers take its network from the checkpoints, as for clickMaxContext. Measured: no gain in cloning (tick-checkboxes 61 % against 55-61 % without; docs/benchmarks.md, section Per-word click queries).'
       ),
+    hueInput: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Embedded CNN: two more input channels computed in the graph from the RGB screenshot, each pixel's hue as a vector on the unit circle (opponent-colour axes divided by their length + 0.1; +512 weights at width 1, and another initial network: conv0 has 5 input channels). Orange (#f58231) is almost exactly the midpoint of red and yellow in RGB, so no linear function of RGB scores it above both; on the hue circle every saturated colour is separable by one linear unit (policy/spec.ts hueChannels). Policy servers take its network from the checkpoints."
+      ),
     servers: posInt
       .default(1)
       .describe(

@@ -59,6 +59,8 @@ export const PolicyArchInputSchema = z.object({
   clickMaxContext: z.boolean().optional(),
   /** policy.clickWordQuery; absent (= false) in inputs of campaigns from before it. */
   clickWordQuery: z.boolean().optional(),
+  /** policy.hueInput; absent (= false) in inputs of campaigns from before it. */
+  hueInput: z.boolean().optional(),
 });
 
 /** The trainStep activity's input (also the source of the Python trainer's JSON Schema: scripts/gen-python-schemas.ts). */

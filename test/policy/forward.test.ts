@@ -7,6 +7,8 @@ import { createInferenceSession, createTrainSession } from '../../policy/session
 import {
   clickQueryPolicySpec,
   defaultPolicySpec,
+  hueChannels,
+  huePolicySpec,
   legacyPolicySpec,
   maxContextPolicySpec,
   wordQueryPolicySpec,
@@ -14,6 +16,7 @@ import {
   numActions,
   paramCount,
   paramShapes,
+  specKey,
   widenSpec,
   type PolicySpec,
 } from '../../policy/spec';
@@ -62,6 +65,55 @@ test('the global max in the click context (maxContextPolicySpec) matches the ref
   const on = referenceForward(maxContextPolicySpec, weights, input).logp;
   const off = referenceForward(maxContextPolicySpec, zeroed, input).logp;
   assert.ok(maxRelErr(on, off) > 1e-2, `ctx.max changes nothing (${maxRelErr(on, off)})`);
+});
+
+test('hue input channels (huePolicySpec) match the reference and reach the logits', async () => {
+  await checkAgainstReference(huePolicySpec, 19, 3);
+  assert.equal(paramCount(huePolicySpec), paramCount(defaultPolicySpec) + 16 * 2 * 4 * 4, 'conv0 reads 5 channels');
+  // Specs without the field keep their checkpoint key.
+  assert.equal(specKey({ ...defaultPolicySpec, hueInput: false }), specKey(defaultPolicySpec));
+  assert.notEqual(specKey(huePolicySpec), specKey(defaultPolicySpec));
+  // Zeroing conv0's weights on the two hue channels changes the log-probs: the channels are live.
+  const weights = randomWeights(huePolicySpec, 19);
+  const input = randomBatch(huePolicySpec, 3, 20);
+  const noHue = Float32Array.from(weights['conv0.weight']!);
+  for (let i = 0; i < noHue.length; i++) if (Math.floor(i / 16) % 5 >= 3) noHue[i] = 0; // [16,5,4,4]
+  const on = referenceForward(huePolicySpec, weights, input).logp;
+  const off = referenceForward(huePolicySpec, { ...weights, 'conv0.weight': noHue }, input).logp;
+  assert.ok(maxRelErr(on, off) > 1e-2, `the hue channels change nothing (${maxRelErr(on, off)})`);
+});
+
+test('why hue: orange is the midpoint of red and yellow in RGB, yet every page colour is an extreme point in hue', () => {
+  // tasks/pages/runtime.js D.COLORS (black has no hue: it maps to ≈ 0).
+  const hex = {
+    red: '#e6194b',
+    green: '#3cb44b',
+    blue: '#4363d8',
+    yellow: '#ffe119',
+    orange: '#f58231',
+    purple: '#911eb4',
+    cyan: '#42d4f4',
+  };
+  const rgb = Object.fromEntries(
+    Object.entries(hex).map(([k, h]) => [k, [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16) / 255)])
+  ) as Record<string, number[]>;
+  const mid = rgb.red!.map((v, i) => (v + rgb.yellow![i]!) / 2);
+  rgb.orange!.forEach((v, i) =>
+    assert.ok(Math.abs(v - mid[i]!) < 0.03, `orange ≈ (red + yellow)/2 in RGB: ${rgb.orange} vs ${mid}`)
+  );
+  // So any linear score w·rgb gives orange about the mean of red's and yellow's: it never beats both by much.
+  const hue = Object.fromEntries(Object.entries(rgb).map(([k, [r, g, b]]) => [k, hueChannels(r!, g!, b!)]));
+  for (const [name, u] of Object.entries(hue)) {
+    const self = u[0] * u[0] + u[1] * u[1];
+    for (const [other, v] of Object.entries(hue)) {
+      if (other === name) continue;
+      // Scoring by the colour's own hue vector ranks it first, by a clear margin.
+      assert.ok(self - (u[0] * v[0] + u[1] * v[1]) > 0.05, `${name} vs ${other} in hue`);
+    }
+  }
+  const black = hueChannels(0, 0, 0);
+  const white = hueChannels(1, 1, 1);
+  assert.ok(Math.hypot(...black) < 1e-9 && Math.hypot(...white) < 1e-9, 'no hue for black and white');
 });
 
 test("per-word click queries (wordQueryPolicySpec) match the reference; only the instruction's words count", async () => {

@@ -11,6 +11,7 @@ import { mulberry32, normal } from '../../policy/sampling';
 import { createTrainSession, type TrainBatch } from '../../policy/session';
 import {
   defaultPolicySpec,
+  huePolicySpec,
   legacyPolicySpec,
   maxContextPolicySpec,
   wordQueryPolicySpec,
@@ -141,6 +142,11 @@ test('backward graph gradients match finite differences with the global max in t
   // The max's gradient reaches h only at the cell holding each channel's max: the trunk tensors' checks
   // fail if that routing (or the ctx.max Gemm's) is wrong.
   await checkGradients(maxContextPolicySpec, 404, 2, 3);
+});
+
+test('backward graph gradients match finite differences with hue input channels', async () => {
+  // conv0's weight gradient reads the 5-channel input (RGB + hue): wrong channels there fail its check.
+  await checkGradients(huePolicySpec, 505, 2, 3);
 });
 
 test('the global max splits its gradient among tied cells so that it sums to the max gradient (uniform screen)', async () => {

@@ -10,6 +10,7 @@ import type { TrainStepInput } from '../../activities/trainer/types';
 import { parseCampaignConfig } from '../../config/load';
 import {
   defaultPolicySpec,
+  huePolicySpec,
   legacyPolicySpec,
   maxContextPolicySpec,
   specForPolicy,
@@ -127,13 +128,45 @@ test('TrainerDeps.spec: a train step on a non-default architecture needs no chan
   await assert.rejects(runTrainStep({ store }, input(campaignId, 2, 1, groups)));
 });
 
+type Weights = Record<string, Float32Array>;
+
+/** A zero-initialised tensor of the option's own: 0 in v0, moved by the step. */
+const zeroInitMoved = (tensor: string) => (v0: Weights, v1: Weights) => {
+  assert.ok(v0[tensor]!.every((v) => v === 0));
+  assert.ok(
+    v1[tensor]!.some((v) => v !== 0),
+    `${tensor} got a gradient and moved`
+  );
+};
+
+/** conv0.weight is [16,5,4,4] with hueInput: its input channels 3 and 4 are the hue vector. */
+const hueSlice = (w: Float32Array) => Array.from(w).filter((_, i) => Math.floor(i / 16) % 5 >= 3);
+
 const architectureOptions = [
-  { option: 'clickMaxContext', tensor: 'ctx.max', spec: maxContextPolicySpec },
-  { option: 'clickWordQuery', tensor: 'wquery.weight', spec: wordQueryPolicySpec },
+  { option: 'clickMaxContext', trains: 'ctx.max', spec: maxContextPolicySpec, moved: zeroInitMoved('ctx.max') },
+  {
+    option: 'clickWordQuery',
+    trains: 'wquery.weight',
+    spec: wordQueryPolicySpec,
+    moved: zeroInitMoved('wquery.weight'),
+  },
+  {
+    option: 'hueInput',
+    trains: 'conv0 on the hue channels',
+    spec: huePolicySpec,
+    moved: (v0: Weights, v1: Weights) => {
+      const before = hueSlice(v0['conv0.weight']!);
+      assert.equal(before.length, 16 * 2 * 16);
+      assert.ok(
+        hueSlice(v1['conv0.weight']!).some((v, i) => v !== before[i]),
+        'the hue weights got a gradient and moved'
+      );
+    },
+  },
 ] as const;
 
-for (const { option, tensor, spec: expected } of architectureOptions) {
-  test(`policy.${option} reaches the trainer through its input: the step trains ${tensor} of that network`, async () => {
+for (const { option, trains, spec: expected, moved } of architectureOptions) {
+  test(`policy.${option} reaches the trainer through its input: the step trains ${trains} of that network`, async () => {
     const campaignId = `option-${option}`;
     const config = parseCampaignConfig({ policy: { [option]: true } });
     const policy = trainerPolicyOf(config);
@@ -155,12 +188,7 @@ for (const { option, tensor, spec: expected } of architectureOptions) {
     const r = await runTrainStep({ store }, { ...input(campaignId, 1, 0, groups), policy });
     assert.equal(r.version, 1);
     assert.ok((r.metrics.gradNorm ?? 0) > 0, 'the synthetic groups carry a learning signal');
-    const v1 = await loadCheckpoint(store, campaignId, 1, spec);
-    assert.ok(v0.weights[tensor]!.every((v) => v === 0));
-    assert.ok(
-      v1.weights[tensor]!.some((v) => v !== 0),
-      `${tensor} got a gradient and moved`
-    );
+    moved(v0.weights, (await loadCheckpoint(store, campaignId, 1, spec)).weights);
     // Without the setting, the default network refuses this campaign's checkpoint.
     await assert.rejects(runTrainStep({ store }, input(campaignId, 2, 1, groups)));
   });
