@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { ensureInitialCheckpoint } from '../../activities/trainer/checkpoints';
 import { freshBucket } from '../helpers/infra';
 import { defaultPolicySpec, paramShapes, widenSpec } from '../../policy/spec';
 import { encodeSafetensors, f32Tensor } from '../../storage/safetensors';
@@ -281,10 +282,11 @@ describe('policy server (HTTP, real ORT session, MinIO checkpoints)', () => {
   });
 
   it('serves the network a checkpoint names; a request encoded for the old one gets network_changed; a pinned server refuses', async () => {
-    // A campaign of another architecture (policy.width = 2): nobody told this server about it.
+    // A campaign of another architecture (policy.width = 2): nobody told this server about it. Its v0 is
+    // written by the trainer, as in a campaign (its weights header names the network).
     const WIDE = 'srv-wide';
     const wide = widenSpec(spec, 2);
-    await writeInitialCheckpoint(store, WIDE, wide, 5);
+    await ensureInitialCheckpoint(store, WIDE, wide, 5);
     const before = engine.network;
     const r = await engine.reload(WIDE, 0);
     assert.equal(r.unchanged, false);
