@@ -34,8 +34,9 @@ export const IO = {
 } as const;
 
 /**
- * obs [B,3,S,S] → [B,5,S,S]: RGB and each pixel's hue vector (spec.hueChannels: opponent axes divided by
- * their length + HUE_EPSILON). Nothing trainable precedes it, so the train graph needs no gradient through it.
+ * obs [B,3,S,S] → [B,7,S,S]: RGB and each pixel's hue channels (spec.hueChannels: the opponent axes divided
+ * by their length + HUE_EPSILON, then their second harmonic). Nothing trainable precedes it, so the train
+ * graph needs no gradient through it.
  */
 function withHueChannels(b: GraphBuilder, obs: string): string {
   const r = b.slice(obs, 1, 0, 1);
@@ -44,7 +45,11 @@ function withHueChannels(b: GraphBuilder, obs: string): string {
   const x = b.mul(b.sub(b.sub(b.mul(r, b.scalar(2)), g), bl), b.scalar(0.5));
   const y = b.mul(b.sub(g, bl), b.scalar(Math.sqrt(3) / 2));
   const d = b.add(b.op('Sqrt', [b.add(b.mul(x, x), b.mul(y, y))]), b.scalar(HUE_EPSILON));
-  return b.op('Concat', [obs, b.op('Div', [x, d]), b.op('Div', [y, d])], { axis: attr.int(1) });
+  const ux = b.op('Div', [x, d]);
+  const uy = b.op('Div', [y, d]);
+  const cos2 = b.sub(b.mul(ux, ux), b.mul(uy, uy));
+  const sin2 = b.mul(b.mul(ux, uy), b.scalar(2));
+  return b.op('Concat', [obs, ux, uy, cos2, sin2], { axis: attr.int(1) });
 }
 
 export interface ForwardTrace {

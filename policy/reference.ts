@@ -5,6 +5,7 @@
  */
 import {
   convGeometry,
+  HUE_CHANNELS,
   hueChannels,
   IMAGE_CHANNELS,
   inputChannels,
@@ -143,18 +144,18 @@ function clickContext(spec: PolicySpec, w: RefWeights, h: Float64Array, pooled: 
   return out;
 }
 
-/** obs [B,3,S,S] → [B,5,S,S]: RGB then each pixel's hue vector (spec.hueChannels), as the graph's hue input. */
+/** obs [B,3,S,S] → [B,7,S,S]: RGB then each pixel's hue channels (spec.hueChannels), as the graph's hue input. */
 function withHue(obs: ArrayLike<number>, B: number, S: number): Float64Array {
   const n = S * S;
-  const out = new Float64Array(B * (IMAGE_CHANNELS + 2) * n);
+  const C = IMAGE_CHANNELS + HUE_CHANNELS;
+  const out = new Float64Array(B * C * n);
   for (let b = 0; b < B; b++) {
     const src = b * IMAGE_CHANNELS * n;
-    const dst = b * (IMAGE_CHANNELS + 2) * n;
+    const dst = b * C * n;
     for (let i = 0; i < n; i++) {
-      const [hx, hy] = hueChannels(obs[src + i]!, obs[src + n + i]!, obs[src + 2 * n + i]!);
+      const hue = hueChannels(obs[src + i]!, obs[src + n + i]!, obs[src + 2 * n + i]!);
       for (let c = 0; c < IMAGE_CHANNELS; c++) out[dst + c * n + i] = obs[src + c * n + i]!;
-      out[dst + 3 * n + i] = hx;
-      out[dst + 4 * n + i] = hy;
+      hue.forEach((v, k) => (out[dst + (IMAGE_CHANNELS + k) * n + i] = v));
     }
   }
   return out;

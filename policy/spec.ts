@@ -122,11 +122,12 @@ export const PolicySpecSchema = z.object({
    */
   clickWordQuery: z.boolean().optional(),
   /**
-   * Two more input channels computed inside the graph from the RGB input: each pixel's hue as a vector on
-   * the unit circle (hueChannels below). Orange (#f58231) is almost exactly the midpoint of red (#e6194b)
-   * and yellow (#ffe119) in RGB, so no linear function of RGB scores it above both, and a conv trunk must
-   * first learn a bump-shaped colour feature; on the hue circle every saturated colour is an extreme point,
-   * separable by one linear unit. Absent = off.
+   * Four more input channels computed inside the graph from the RGB input: each pixel's hue angle θ as
+   * (cos θ, sin θ, cos 2θ, sin 2θ), scaled down for unsaturated pixels (hueChannels below). Orange
+   * (#f58231) is almost exactly the midpoint of red (#e6194b) and yellow (#ffe119) in RGB, so no linear
+   * function of RGB scores it above both, and a conv trunk must first learn a bump-shaped colour feature;
+   * on the hue circle every saturated colour is an extreme point, separable by one linear unit, and the
+   * second harmonic doubles the angle between neighbours (orange–yellow 29° → 58°). Absent = off.
    */
   hueInput: z.boolean().optional(),
 });
@@ -208,8 +209,8 @@ export function specForPolicy(arch: PolicyArchitecture): PolicySpec {
 
 /** Channels of the observation the network is fed (RGB), on the wire and in the graph's `obs` input. */
 export const IMAGE_CHANNELS = 3;
-/** Channels spec.hueInput adds inside the graph: the hue vector (cos, sin) of each pixel. */
-export const HUE_CHANNELS = 2;
+/** Channels spec.hueInput adds inside the graph: each pixel's hue (cos θ, sin θ, cos 2θ, sin 2θ). */
+export const HUE_CHANNELS = 4;
 /**
  * Added to the chroma before the hue vector is divided by it: grey, white and black pixels (chroma ≈ 0) get
  * a vector ≈ 0 instead of an arbitrary direction, and the page's saturated colours (chroma 0.55–0.85 in
@@ -218,15 +219,18 @@ export const HUE_CHANNELS = 2;
 export const HUE_EPSILON = 0.1;
 
 /**
- * The hue vector of one RGB pixel in [0,1]: the opponent-colour axes x = (2R − G − B)/2 and
- * y = (√3/2)(G − B) (the RGB cube projected along the grey diagonal), divided by their length + HUE_EPSILON.
+ * The hue channels of one RGB pixel in [0,1]: the opponent-colour axes x = (2R − G − B)/2 and
+ * y = (√3/2)(G − B) (the RGB cube projected along the grey diagonal) divided by their length + HUE_EPSILON,
+ * u = (x, y)/d ≈ (cos θ, sin θ), then its second harmonic (u_x² − u_y², 2·u_x·u_y) ≈ (cos 2θ, sin 2θ).
  * The graph (graph-forward.ts) and the TypeScript reference compute exactly this.
  */
-export function hueChannels(r: number, g: number, b: number): [number, number] {
+export function hueChannels(r: number, g: number, b: number): [number, number, number, number] {
   const x = (2 * r - g - b) / 2;
   const y = (Math.sqrt(3) / 2) * (g - b);
   const d = Math.sqrt(x * x + y * y) + HUE_EPSILON;
-  return [x / d, y / d];
+  const ux = x / d;
+  const uy = y / d;
+  return [ux, uy, ux * ux - uy * uy, 2 * ux * uy];
 }
 
 /** Channels of the first conv's input: RGB, plus the hue vector with spec.hueInput. */

@@ -266,7 +266,7 @@ export const PolicySchema = z
       .boolean()
       .default(false)
       .describe(
-        "Embedded CNN: two more input channels computed in the graph from the RGB screenshot, each pixel's hue as a vector on the unit circle (opponent-colour axes divided by their length + 0.1; +512 weights at width 1, and another initial network: conv0 has 5 input channels). Orange (#f58231) is almost exactly the midpoint of red and yellow in RGB, so no linear function of RGB scores it above both; on the hue circle every saturated colour is separable by one linear unit (policy/spec.ts hueChannels). Policy servers take its network from the checkpoints."
+        "Embedded CNN: four more input channels computed in the graph from the RGB screenshot, each pixel's hue angle θ as (cos θ, sin θ, cos 2θ, sin 2θ), scaled down for unsaturated pixels (opponent-colour axes divided by their length + 0.1; +1,024 weights at width 1, and another initial network: conv0 has 7 input channels). Orange (#f58231) is almost exactly the midpoint of red and yellow in RGB, so no linear function of RGB scores it above both; on the hue circle every saturated colour is separable by one linear unit, and the second harmonic doubles the angle between neighbours (policy/spec.ts hueChannels). Policy servers take its network from the checkpoints."
       ),
     servers: posInt
       .default(1)

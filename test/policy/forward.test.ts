@@ -69,7 +69,7 @@ test('the global max in the click context (maxContextPolicySpec) matches the ref
 
 test('hue input channels (huePolicySpec) match the reference and reach the logits', async () => {
   await checkAgainstReference(huePolicySpec, 19, 3);
-  assert.equal(paramCount(huePolicySpec), paramCount(defaultPolicySpec) + 16 * 2 * 4 * 4, 'conv0 reads 5 channels');
+  assert.equal(paramCount(huePolicySpec), paramCount(defaultPolicySpec) + 16 * 4 * 4 * 4, 'conv0 reads 7 channels');
   // Specs without the field keep their checkpoint key.
   assert.equal(specKey({ ...defaultPolicySpec, hueInput: false }), specKey(defaultPolicySpec));
   assert.notEqual(specKey(huePolicySpec), specKey(defaultPolicySpec));
@@ -77,7 +77,7 @@ test('hue input channels (huePolicySpec) match the reference and reach the logit
   const weights = randomWeights(huePolicySpec, 19);
   const input = randomBatch(huePolicySpec, 3, 20);
   const noHue = Float32Array.from(weights['conv0.weight']!);
-  for (let i = 0; i < noHue.length; i++) if (Math.floor(i / 16) % 5 >= 3) noHue[i] = 0; // [16,5,4,4]
+  for (let i = 0; i < noHue.length; i++) if (Math.floor(i / 16) % 7 >= 3) noHue[i] = 0; // [16,7,4,4]
   const on = referenceForward(huePolicySpec, weights, input).logp;
   const off = referenceForward(huePolicySpec, { ...weights, 'conv0.weight': noHue }, input).logp;
   assert.ok(maxRelErr(on, off) > 1e-2, `the hue channels change nothing (${maxRelErr(on, off)})`);
@@ -104,11 +104,13 @@ test('why hue: orange is the midpoint of red and yellow in RGB, yet every page c
   // So any linear score w·rgb gives orange about the mean of red's and yellow's: it never beats both by much.
   const hue = Object.fromEntries(Object.entries(rgb).map(([k, [r, g, b]]) => [k, hueChannels(r!, g!, b!)]));
   for (const [name, u] of Object.entries(hue)) {
-    const self = u[0] * u[0] + u[1] * u[1];
+    const dot = (a: number[], b: number[]) => a.reduce((s, ai, i) => s + ai * b[i]!, 0);
     for (const [other, v] of Object.entries(hue)) {
       if (other === name) continue;
-      // Scoring by the colour's own hue vector ranks it first, by a clear margin.
-      assert.ok(self - (u[0] * v[0] + u[1] * v[1]) > 0.05, `${name} vs ${other} in hue`);
+      // Scoring by the colour's own hue channels ranks it first, by a clear margin: first harmonic alone
+      // (orange vs yellow, 29° apart: ≈ 0.09) and with the second (≈ 0.3).
+      assert.ok(dot(u.slice(0, 2), u.slice(0, 2)) - dot(u.slice(0, 2), v.slice(0, 2)) > 0.05, `${name} vs ${other}`);
+      assert.ok(dot(u, u) - dot(u, v) > 0.25, `${name} vs ${other} with the second harmonic`);
     }
   }
   const black = hueChannels(0, 0, 0);

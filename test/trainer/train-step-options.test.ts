@@ -139,8 +139,8 @@ const zeroInitMoved = (tensor: string) => (v0: Weights, v1: Weights) => {
   );
 };
 
-/** conv0.weight is [16,5,4,4] with hueInput: its input channels 3 and 4 are the hue vector. */
-const hueSlice = (w: Float32Array) => Array.from(w).filter((_, i) => Math.floor(i / 16) % 5 >= 3);
+/** conv0.weight is [16,7,4,4] with hueInput: its input channels 3–6 are the hue channels. */
+const hueSlice = (w: Float32Array) => Array.from(w).filter((_, i) => Math.floor(i / 16) % 7 >= 3);
 
 const architectureOptions = [
   { option: 'clickMaxContext', trains: 'ctx.max', spec: maxContextPolicySpec, moved: zeroInitMoved('ctx.max') },
@@ -156,7 +156,7 @@ const architectureOptions = [
     spec: huePolicySpec,
     moved: (v0: Weights, v1: Weights) => {
       const before = hueSlice(v0['conv0.weight']!);
-      assert.equal(before.length, 16 * 2 * 16);
+      assert.equal(before.length, 16 * 4 * 16);
       assert.ok(
         hueSlice(v1['conv0.weight']!).some((v, i) => v !== before[i]),
         'the hue weights got a gradient and moved'
