@@ -70,6 +70,8 @@ export async function benchSuite(argv: string[]): Promise<void> {
     'rollout.taskTurns=round-robin',
     'rollout.solvedTaskEvery=4',
     'curation.stepDiscount=1',
+    // … and the network (the quickstart's hue channels came later too).
+    'policy.hueInput=false',
     `campaign.maxMinutes=${minutes}`,
     'campaign.maxTrainSteps=1000000',
     // Run the whole window: the goal differs per tier, the campaign's stop rule has one target for all.

@@ -48,6 +48,8 @@ export function miniwobCampaignOverrides(id: string, o: MiniwobCampaignOptions):
     'rollout.taskTurns=round-robin',
     'rollout.solvedTaskEvery=1',
     'curation.stepDiscount=1',
+    // … and the network (the quickstart's hue channels came later too).
+    'policy.hueInput=false',
     `campaign.maxMinutes=${o.minutes}`,
     // Time-bound: the step count never stops it first.
     'campaign.maxTrainSteps=100000',
