@@ -486,7 +486,7 @@ export const CampaignConfigSchema = z
         ctx.addIssue({
           code: 'custom',
           path: ['policy', option],
-          message: 'is an option of the embedded CNN; a VLM campaign has no click head of its own: remove it',
+          message: "is an option of the embedded CNN; a VLM campaign's network is the VLM itself: remove it",
         });
       }
     }

@@ -159,7 +159,8 @@ describe('policy client: routing, failover, EpisodePolicy adapter', () => {
       const client = new PolicyServerClient({
         endpoints: [gate.url, B.url],
         token: TEST_TOKEN,
-        timeoutMs: 300,
+        // 2 s, not less: B must answer within it on a loaded CI machine too.
+        timeoutMs: 2000,
         backoff: fastBackoff,
       });
       const a = await client.act({ observation: observation(3), seed: 3 });

@@ -183,7 +183,8 @@ describe('UI-TARS adapter against a fake OpenAI-compatible server', () => {
 
   it('retries after a timeout and succeeds', async () => {
     fake.script.push({ kind: 'hang' }, { kind: 'completion', text: "Thought: x\nAction: hotkey(key='ctrl c')" });
-    const d = await createUiTarsPolicy({ ...opts, timeoutMs: 300 }).act(obs(1), { seed: 1, temperature: 1 });
+    // 2 s, not less: the retried request must be answered within it on a loaded CI machine too.
+    const d = await createUiTarsPolicy({ ...opts, timeoutMs: 2000 }).act(obs(1), { seed: 1, temperature: 1 });
     assert.deepEqual(d.action, { type: 'hotkey', keys: ['ctrl', 'c'] });
     assert.equal(fake.requests.length, 2);
   });
