@@ -97,6 +97,14 @@ export function checkWeights(spec: PolicySpec, weights: PolicyWeights, where?: s
 }
 
 /** Serialises weights; the spec is recorded in the metadata so a checkpoint cannot load into another net. */
+/**
+ * The safetensors header of a weights object: `spec` names the network (policy/spec.specKey), so a policy
+ * server builds it from the checkpoint without being told (rollout/checkpoint.ts readCheckpoint).
+ */
+export function weightsHeader(spec: PolicySpec, metadata: Record<string, string> = {}): Record<string, string> {
+  return { ...metadata, format: WEIGHTS_FORMAT, spec: specKey(spec) };
+}
+
 export function weightsToSafetensors(
   spec: PolicySpec,
   weights: PolicyWeights,
@@ -105,7 +113,7 @@ export function weightsToSafetensors(
   checkWeights(spec, weights);
   const tensors: TensorMap = {};
   for (const p of paramShapes(spec)) tensors[p.name] = f32Tensor(p.shape, weights[p.name]!);
-  return encodeSafetensors(tensors, { ...metadata, format: WEIGHTS_FORMAT, spec: specKey(spec) });
+  return encodeSafetensors(tensors, weightsHeader(spec, metadata));
 }
 
 export interface LoadedWeights {

@@ -276,15 +276,6 @@ export class PolicyEngine {
     return this.current?.net ?? this.defaultNet;
   }
 
-  /** The served network's spec (its input size is what act calls must encode for). */
-  get spec(): PolicySpec {
-    return this.network.spec;
-  }
-
-  get specHash(): string {
-    return this.network.specHash;
-  }
-
   get served(): ServedModel | undefined {
     const m = this.current;
     return m ? { campaignId: m.campaignId, version: m.version, specHash: m.specHash, loadedAt: m.loadedAt } : undefined;
@@ -300,7 +291,7 @@ export class PolicyEngine {
       serverId: this.serverId,
       campaignId: this.current?.campaignId ?? null,
       version: this.current?.version ?? null,
-      specHash: this.specHash,
+      specHash: this.network.specHash,
       queueDepth: this.batcher.queueDepth,
       inFlight: this.batcher.inFlight,
       loading: this.loading,

@@ -4,9 +4,9 @@
  * and the spec's tensor shapes, so a corrupt or mismatched checkpoint is refused with its key.
  */
 import { adamStateFromTensors, adamStateToTensors, createAdamState, type AdamState } from '../../algorithms';
-import { paramTensorSpec, specKey, type PolicySpec } from '../../policy/spec';
+import { paramTensorSpec, type PolicySpec } from '../../policy/spec';
 import { policySpecHash } from '../../rollout/checkpoint';
-import { initWeights, WEIGHTS_FORMAT, type PolicyWeights } from '../../policy/weights';
+import { initWeights, weightsHeader, type PolicyWeights } from '../../policy/weights';
 import { CheckpointManifestSchema, type CheckpointManifest, type ObjectRef } from '../../schemas/records';
 import { CorruptObjectError } from '../../storage/errors';
 import { keys } from '../../storage/keys';
@@ -117,9 +117,7 @@ async function writeCheckpointObjects(
   const weights = await store.putSafetensors(
     at(keys.checkpointWeights(campaignId, version)),
     toTensorMap(args.spec, args.weights),
-    // The same header as policy/weights.ts weightsToSafetensors: `spec` names the network, so a policy
-    // server builds it from the checkpoint (rollout/checkpoint.ts readCheckpoint) without being told.
-    { format: WEIGHTS_FORMAT, campaignId, version: String(version), spec: specKey(args.spec) }
+    weightsHeader(args.spec, { campaignId, version: String(version) })
   );
   if (!args.optimizer) return { weights };
   const { step, tensors } = adamStateToTensors(args.optimizer);
