@@ -8,17 +8,22 @@
  *  - png:      one 160×160 PNG (base64) per call; the server decodes and downsamples it (the old path).
  *  - encoded:  one observation per call, already encoded by the sender ([3,64,64] float32 in the binary
  *              act body), as the env worker's EpisodePolicy sends it; the server only checks and packs it.
- *  - encoded×K: K encoded observations per call (PolicyServerClient.actMany).
+ *  - encoded×K: K encoded observations per call (PolicyServerClient.actMany's body; what an env worker's
+ *              ActCoalescer sends when its episodes' steps wait together).
  * The server runs in a child process (as in deployment: its own event loop), the load generator here:
- * closed-loop callers, each with one call in flight. Observations are encoded once up front, so the
- * load generator does not pay the env worker's PNG decoding.
+ * closed-loop callers, each with one call in flight. Observations are encoded and call bodies packed
+ * once up front, so the load generator pays neither the env worker's PNG decoding nor per-call packing.
  *
  *   npx tsx bench/policy-throughput.ts [--seconds 3] [--warmup 1] [--max-batch 32]
+ *                                      [--only encoded:32] [--server-prof DIR]
+ * `--only mode:perCall` measures only the points of that form (e.g. `encoded:32`, the goal's point);
+ * `--server-prof DIR` runs the server under the V8 profiler (`--cpu-prof`, profile written to DIR on exit).
  * Writes policy-throughput.json, .svg and .png to .data/bench, or with --publish to docs/bench
  * (bench/lib/output.ts); `--chart-only` redraws the chart from that JSON.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -30,7 +35,7 @@ import { createInferenceSession, packBatch, type ObservationRow } from '../polic
 import { defaultPolicySpec, paramCount } from '../policy/spec';
 import { initWeights } from '../policy/weights';
 import { PolicyServerClient } from '../rollout/client';
-import { encodeScreenshotImage, type OutgoingActRequest } from '../rollout/act-wire';
+import { encodeScreenshotImage, packActCall, type OutgoingActRequest } from '../rollout/act-wire';
 import { PolicyEngine } from '../rollout/engine';
 import { startPolicyHttpServer } from '../rollout/policy-server';
 import { ObjectStore } from '../storage/object-store';
@@ -112,7 +117,16 @@ async function rawOrt(seconds: number, rows: ObservationRow[]): Promise<RawRow[]
 }
 
 async function startChild(maxBatch: number): Promise<{ child: ChildProcess; url: string }> {
-  const args = ['--import', 'tsx', __filename, '--serve', '--max-batch', String(maxBatch)];
+  const prof = arg('server-prof', '');
+  const args = [
+    ...(prof ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(prof)] : []),
+    '--import',
+    'tsx',
+    __filename,
+    '--serve',
+    '--max-batch',
+    String(maxBatch),
+  ];
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'inherit'],
     cwd: path.resolve(__dirname, '..'),
@@ -146,6 +160,43 @@ function cpuSeconds(pid: number): number | undefined {
 
 type Mode = 'png' | 'encoded';
 
+/** One act call over `agent`; resolves when the answer is in and has one answer per request. */
+function postAct(
+  agent: http.Agent,
+  target: URL,
+  body: { body: Uint8Array | string; contentType: string },
+  expected: number
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      target,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          'content-type': body.contentType,
+          'content-length': Buffer.byteLength(body.body),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`));
+          const n = (JSON.parse(text) as { answers?: unknown[] }).answers?.length;
+          if (n !== expected) return reject(new Error(`${n} answers for ${expected} requests`));
+          resolve();
+        });
+      }
+    );
+    req.on('error', reject);
+    req.end(body.body);
+  });
+}
+
 interface Point {
   mode: Mode;
   /** Observations per HTTP call. */
@@ -177,6 +228,7 @@ async function loadTest(
   seconds: number,
   observations: Array<OutgoingActRequest['observation']>
 ): Promise<Point> {
+  // Only for the server's health counters at the window's edges.
   const client = new PolicyServerClient({ endpoints: [url], token: TOKEN, maxAttempts: 1, timeoutMs: 30_000 });
   const lat: number[] = [];
   let errors = 0;
@@ -196,17 +248,27 @@ async function loadTest(
     const h1 = await client.health(url);
     return { h0, h1, cpu: cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined };
   })();
+  // Each caller cycles through a few bodies packed up front (distinct observations and seeds) and sends
+  // them over a keep-alive node:http agent: the load generator shares the 2 cores with the server, so it
+  // spends as little CPU per call as it can (no per-call packing, no fetch machinery).
+  const agent = new http.Agent({ keepAlive: true, maxSockets: cfg.callers });
+  const target = new URL(`${url}/v1/act`);
+  const bodiesPerCaller = 4;
   await Promise.all(
     Array.from({ length: cfg.callers }, async (_, k) => {
+      const bodies = Array.from({ length: bodiesPerCaller }, (_, i) =>
+        packActCall(
+          Array.from({ length: cfg.perCall }, (_, j) => ({
+            observation: observations[(k * 7 + i * cfg.perCall + j) % observations.length]!,
+            seed: k * 1_000_003 + i * cfg.perCall + j,
+            temperature: 1,
+          }))
+        )
+      );
       for (let i = 0; performance.now() < t1; i++) {
-        const requests = Array.from({ length: cfg.perCall }, (_, j) => ({
-          observation: observations[(k * 7 + i * cfg.perCall + j) % observations.length]!,
-          seed: i * cfg.perCall + j,
-          temperature: 1,
-        }));
         const t = performance.now();
         try {
-          await client.actMany(requests);
+          await postAct(agent, target, bodies[i % bodiesPerCaller]!, cfg.perCall);
         } catch {
           errors++;
           continue;
@@ -219,6 +281,7 @@ async function loadTest(
       }
     })
   );
+  agent.destroy();
   const { h0, h1, cpu: serverCpu } = await window;
   const wallS = (t1 - t0) / 1000;
   lat.sort((a, b) => a - b);
@@ -299,6 +362,7 @@ async function main(): Promise<void> {
   const seconds = Number(arg('seconds', '3'));
   const warmupS = Number(arg('warmup', '1'));
   const maxBatch = Number(arg('max-batch', '32'));
+  const only = arg('only', '');
   const pngBufs = Array.from({ length: 32 }, (_, i) => makePng(i));
   const pngObservations = pngBufs.map((p) => ({
     pngBase64: p.toString('base64'),
@@ -329,7 +393,8 @@ async function main(): Promise<void> {
     ...[16, 64].map((callers) => ({ mode: 'png' as const, perCall: 1, callers })),
     ...[1, 4, 16, 64].map((callers) => ({ mode: 'encoded' as const, perCall: 1, callers })),
     ...[1, 2, 4].map((callers) => ({ mode: 'encoded' as const, perCall: maxBatch, callers })),
-  ];
+  ].filter((g) => only === '' || `${g.mode}:${g.perCall}` === only);
+  if (grid.length === 0) throw new Error(`--only ${only}: no such point; use png:1, encoded:1 or encoded:${maxBatch}`);
   const points: Point[] = [];
   const { child, url } = await startChild(maxBatch);
   try {
@@ -354,10 +419,12 @@ async function main(): Promise<void> {
     ratioToRawAtMaxBatch: round(p.actionsPerSec / raw32.samplesPerSec, 3),
     serverCpuRatioToRaw: p.actionsPerServerCpuSec ? round(p.actionsPerServerCpuSec / raw32.samplesPerCpuSec, 3) : null,
   });
+  // Absent (null) when --only left the form out.
+  const bestSummary = (ps: Point[]) => (ps.length ? summarize(bestOf(ps)) : null);
   const result = {
     benchmark: 'policy-throughput',
     createdAt: new Date().toISOString(),
-    command: `npx tsx bench/policy-throughput.ts --seconds ${seconds} --warmup ${warmupS} --max-batch ${maxBatch}${benchPublishing() ? ' --publish' : ''}`,
+    command: `npx tsx bench/policy-throughput.ts --seconds ${seconds} --warmup ${warmupS} --max-batch ${maxBatch}${only ? ` --only ${only}` : ''}${benchPublishing() ? ' --publish' : ''}`,
     machine: {
       cpus: os.cpus().length,
       cpuModel: os.cpus()[0]?.model.trim() ?? '',
@@ -369,7 +436,7 @@ async function main(): Promise<void> {
     },
     method: [
       `Server: a child process (PolicyEngine + node:http, default 24k-param CNN with initial weights, 1 ORT intra-op thread, maxBatch ${maxBatch}, maxWaitMs 2, no preprocessing threads).`,
-      'Load generator: this process, PolicyServerClient over loopback HTTP; closed-loop callers, each with one call in flight; each call carries 1 or K observations (act / actMany).',
+      'Load generator: this process over loopback HTTP (node:http keep-alive agent); closed-loop callers, each with one call in flight, cycling through 4 bodies packed up front (packActCall: distinct observations and seeds); each call carries 1 or K observations. Packing up front keeps the load generator off the CPU the server needs (they share the cores).',
       'Simulated: the observations are 32 synthetic 160×160 PNG screenshots (test/rollout/helpers makePng) with one instruction; for the encoded form they are encoded once up front, so the load generator does not pay the PNG decoding an env worker would (encodeMsPerScreenshot below).',
       `Steady state: ${warmupS} s warm-up per point excluded, then ${seconds} s measured; actions = observations of the calls completed in the window.`,
       `The machine has ${os.cpus().length} cores and the load generator competes with the server for them (JSON encoding, base64, HTTP client): serverCores is the server's CPU use per wall second, and actionsPerServerCpuSec the throughput per second of server CPU (what the server would do with a core to itself).`,
@@ -384,8 +451,8 @@ async function main(): Promise<void> {
       maxBatch,
       rawSamplesPerSec: raw32.samplesPerSec,
       best: summarize(best),
-      bestPng: summarize(bestOf(points.filter((p) => p.mode === 'png'))),
-      bestEncodedOnePerCall: summarize(bestOf(points.filter((p) => p.mode === 'encoded' && p.perCall === 1))),
+      bestPng: bestSummary(points.filter((p) => p.mode === 'png')),
+      bestEncodedOnePerCall: bestSummary(points.filter((p) => p.mode === 'encoded' && p.perCall === 1)),
     },
   };
   const dir = benchOutDir();

@@ -1,12 +1,14 @@
 /**
  * The embedded policy as the env worker sees it: an EpisodePolicy (activities/env/policy.ts) that sends
  * each step to the policy servers through a PolicyServerClient. One client per (endpoints, token) is
- * shared by all episodes of the process, so least-loaded routing counts every in-flight step.
+ * shared by all episodes of the process, so least-loaded routing counts every in-flight step, and its
+ * ActCoalescer lets steps of different episodes that wait at the same time share one HTTP call.
  *
  * Register in the env worker: `policies: { ...builtinPolicies(), ...rolloutPolicyFactories() }`, then
  * runEpisode input `policy: { kind: 'embedded', endpoints: [...policy server URLs], temperature }`.
  */
 import type { EpisodePolicy, PolicyFactory, PolicyObservation } from '../activities/env/policy';
+import { ActCoalescer, type ActCoalescerOptions } from './act-coalescer';
 import { PolicyRequestError, PolicyServerClient, type PolicyClientOptions } from './client';
 import type { EncodedImage } from './act-wire';
 import { EncodedImageCache } from './encoded-image-cache';
@@ -14,7 +16,12 @@ import { EncodedImageCache } from './encoded-image-cache';
 export interface EmbeddedPolicyDefaults extends Partial<Omit<PolicyClientOptions, 'endpoints'>> {
   /** Returns the bearer token when none is given (e.g. () => resolvePolicyToken({...})); read lazily. */
   tokenProvider?: () => string;
+  /** How the process's concurrent episodes share HTTP calls (rollout/act-coalescer.ts). */
+  coalescing?: ActCoalescerOptions;
 }
+
+/** Sends one act request: a PolicyServerClient (one call each) or an ActCoalescer (shared calls). */
+export type ActSender = Pick<PolicyServerClient, 'act' | 'inputSize'>;
 
 /**
  * The screenshot as the policy server wants it. Once the client knows the served input size (every
@@ -33,7 +40,7 @@ function screenshotForServer(
 }
 
 export function createEmbeddedPolicy(
-  client: PolicyServerClient,
+  client: ActSender,
   opts: { greedy?: boolean; images?: EncodedImageCache } = {}
 ): EpisodePolicy {
   const images = opts.images ?? new EncodedImageCache();
@@ -85,7 +92,7 @@ export function createEmbeddedPolicy(
 
 /** Factory for runEpisode's `policy.kind: 'embedded'`; ctx.endpoints are the policy server URLs. */
 export function embeddedPolicyFactory(defaults: EmbeddedPolicyDefaults = {}): PolicyFactory {
-  const clients = new Map<string, PolicyServerClient>();
+  const clients = new Map<string, ActCoalescer>();
   // One cache for every episode of the process: episodes of one task share their frames.
   const images = new EncodedImageCache();
   return (ctx) => {
@@ -94,8 +101,8 @@ export function embeddedPolicyFactory(defaults: EmbeddedPolicyDefaults = {}): Po
     const key = `${[...ctx.endpoints].sort().join(' ')}\u0000${token}`;
     let client = clients.get(key);
     if (!client) {
-      const { tokenProvider: _tp, ...rest } = defaults;
-      client = new PolicyServerClient({ ...rest, token, endpoints: ctx.endpoints });
+      const { tokenProvider: _tp, coalescing, ...rest } = defaults;
+      client = new ActCoalescer(new PolicyServerClient({ ...rest, token, endpoints: ctx.endpoints }), coalescing);
       clients.set(key, client);
     }
     return createEmbeddedPolicy(client, { greedy: ctx.options.greedy === true, images });

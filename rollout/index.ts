@@ -49,6 +49,12 @@ export {
   type PolicyClientOptions,
   type PolicyAnswer,
 } from './client';
-export { createEmbeddedPolicy, embeddedPolicyFactory, type EmbeddedPolicyDefaults } from './episode-policy';
+export {
+  createEmbeddedPolicy,
+  embeddedPolicyFactory,
+  type ActSender,
+  type EmbeddedPolicyDefaults,
+} from './episode-policy';
+export { ActCoalescer, type ActCoalescerOptions, type ActCoalescerStats } from './act-coalescer';
 export { resolvePolicyToken, bearerMatches } from './token';
 export { rolloutPolicyFactories, type RolloutPolicyOptions } from './factories';

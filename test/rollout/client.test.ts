@@ -4,8 +4,6 @@
  * A gate proxy in front of one server holds its requests, so "loaded" is a state, not a timing.
  */
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { PolicyContext } from '../../activities/env/policy';
 import { defaultPolicySpec } from '../../policy/spec';
@@ -21,53 +19,10 @@ import {
 } from '../../rollout';
 import { ObjectStore } from '../../storage/object-store';
 import { freePort, testSettings } from '../helpers/infra';
-import { makePng, observation, TEST_TOKEN } from './helpers';
+import { gateProxy, makePng, observation, TEST_TOKEN } from './helpers';
 
 const spec = defaultPolicySpec;
 const fastBackoff = { baseMs: 1, capMs: 5 };
-
-/** Forwards to `target`, but holds every request until `open()` (and counts arrivals). */
-async function gateProxy(target: string) {
-  let release!: () => void;
-  let gate = new Promise<void>((r) => (release = r));
-  let arrived = 0;
-  const server = http.createServer((req, res) => {
-    arrived += 1;
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      void (async () => {
-        await gate;
-        try {
-          const r = await fetch(`${target}${req.url ?? ''}`, {
-            method: req.method ?? 'GET',
-            headers: { authorization: req.headers.authorization ?? '', 'content-type': 'application/json' },
-            ...(req.method === 'POST' ? { body: Buffer.concat(chunks) } : {}),
-          });
-          res.writeHead(r.status, { 'content-type': 'application/json' });
-          res.end(await r.text());
-        } catch {
-          res.destroy();
-        }
-      })();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    arrivals: () => arrived,
-    open: () => release(),
-    close: () => {
-      gate = new Promise<void>((r) => (release = r));
-      release();
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-    reset: () => {
-      gate = new Promise<void>((r) => (release = r));
-    },
-  };
-}
 
 const waitFor = async (cond: () => boolean) => {
   while (!cond()) await new Promise((r) => setTimeout(r, 2));

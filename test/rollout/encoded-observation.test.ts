@@ -26,7 +26,7 @@ import {
 } from '../../rollout';
 import { ObjectStore } from '../../storage/object-store';
 import { testSettings } from '../helpers/infra';
-import { makePng, TEST_TOKEN } from './helpers';
+import { forwardRequest, makePng, TEST_TOKEN } from './helpers';
 
 const spec = defaultPolicySpec;
 /** A policy with 32×32 inputs (and an 8×8 click grid), to play a fleet that changed its input size. */
@@ -48,24 +48,7 @@ async function switchableProxy(initial: string) {
     if (req.method === 'POST') contentTypes.push(req.headers['content-type'] ?? '');
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      void (async () => {
-        try {
-          const r = await fetch(`${target}${req.url ?? ''}`, {
-            method: req.method ?? 'GET',
-            headers: {
-              authorization: req.headers.authorization ?? '',
-              'content-type': req.headers['content-type'] ?? 'application/json',
-            },
-            ...(req.method === 'POST' ? { body: Buffer.concat(chunks) } : {}),
-          });
-          res.writeHead(r.status, { 'content-type': 'application/json' });
-          res.end(await r.text());
-        } catch {
-          res.destroy();
-        }
-      })();
-    });
+    req.on('end', () => void forwardRequest(target, req, Buffer.concat(chunks), res));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {

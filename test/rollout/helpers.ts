@@ -1,4 +1,6 @@
-/** Shared fixtures of the rollout tests: synthetic screenshots and a policy server on a throwaway bucket. */
+/** Shared fixtures of the rollout tests: synthetic screenshots, and proxies in front of a policy server. */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { PNG } from 'pngjs';
 import { mulberry32 } from '../../policy/sampling';
 
@@ -32,3 +34,64 @@ export const observation = (seed: number, instruction = 'click on the red box', 
   instruction,
   fields,
 });
+
+/** Forwards one buffered request to `target` (method, auth, content type and body unchanged) and relays the answer. */
+export async function forwardRequest(
+  target: string,
+  req: http.IncomingMessage,
+  body: Buffer,
+  res: http.ServerResponse
+): Promise<void> {
+  try {
+    const r = await fetch(`${target}${req.url ?? ''}`, {
+      method: req.method ?? 'GET',
+      headers: {
+        authorization: req.headers.authorization ?? '',
+        'content-type': req.headers['content-type'] ?? 'application/json',
+      },
+      ...(req.method === 'POST' ? { body } : {}),
+    });
+    res.writeHead(r.status, { 'content-type': 'application/json' });
+    res.end(await r.text());
+  } catch {
+    res.destroy();
+  }
+}
+
+/**
+ * A proxy in front of `target` that holds every request until `open()` (so "a call is in flight" is a
+ * state, not a timing), counting arrivals and, for JSON act bodies, the requests each call carried.
+ */
+export async function gateProxy(target: string) {
+  let release!: () => void;
+  let gate = new Promise<void>((r) => (release = r));
+  let arrived = 0;
+  const callSizes: number[] = [];
+  const server = http.createServer((req, res) => {
+    arrived += 1;
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      if (req.method === 'POST' && req.headers['content-type'] === 'application/json')
+        callSizes.push((JSON.parse(body.toString('utf8')) as { requests: unknown[] }).requests.length);
+      void gate.then(() => forwardRequest(target, req, body, res));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    arrivals: () => arrived,
+    /** Requests per JSON act call, in arrival order. */
+    callSizes,
+    open: () => release(),
+    close: () => {
+      release();
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+    reset: () => {
+      gate = new Promise<void>((r) => (release = r));
+    },
+  };
+}
