@@ -201,8 +201,11 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
     const out = fs.openSync(logFile, 'a');
     // `node --import tsx script`: one process per role, so a signal (or kill -9) reaches the worker itself.
     // The Python trainer gets no IPC channel (it cannot watch its parent: a kill -9 of this process leaves it).
+    // DARTFLOW_ROLE_NODE_ARGS: extra node flags for every TypeScript role, e.g. `--cpu-prof --cpu-prof-dir=DIR`
+    // to profile each role (node refuses --cpu-prof in NODE_OPTIONS).
     const [file, ...argv] = spec.command ?? [
       process.execPath,
+      ...(process.env.DARTFLOW_ROLE_NODE_ARGS ?? '').split(' ').filter(Boolean),
       '--import',
       'tsx',
       path.join(opts.projectRoot ?? PROJECT_ROOT, SCRIPTS[spec.role as keyof typeof SCRIPTS]),

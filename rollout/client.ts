@@ -17,6 +17,7 @@ import {
 } from './api';
 import { packActCall, type OutgoingActRequest } from './act-wire';
 import { backoffDelay, sleep, DEFAULT_BACKOFF, type BackoffOptions } from './backoff';
+import { HttpAgents, httpExchange, HttpTimeoutError, type HttpAnswer } from './http-exchange';
 
 export { PolicyUnavailableError };
 
@@ -73,6 +74,8 @@ interface EndpointState {
 export class PolicyServerClient {
   private readonly states: EndpointState[];
   private rr = 0;
+  /** Keep-alive sockets to the endpoints, shared by every call of this client. */
+  private readonly agents = new HttpAgents();
   private readonly opts: Required<Omit<PolicyClientOptions, 'rand'>> & { rand: () => number };
 
   constructor(opts: PolicyClientOptions) {
@@ -125,36 +128,39 @@ export class PolicyServerClient {
     body: { body: Uint8Array | string; contentType: string } | undefined,
     signal?: AbortSignal
   ): Promise<unknown> {
-    const timeout = AbortSignal.timeout(this.opts.timeoutMs);
-    const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    let res: Response;
-    let text: string;
+    let res: HttpAnswer;
     try {
-      res = await fetch(`${ep.url}${path}`, {
-        method: body === undefined ? 'GET' : 'POST',
-        headers: {
-          authorization: `Bearer ${this.opts.token}`,
-          ...(body === undefined ? {} : { 'content-type': body.contentType }),
+      res = await httpExchange(
+        `${ep.url}${path}`,
+        {
+          method: body === undefined ? 'GET' : 'POST',
+          headers: {
+            authorization: `Bearer ${this.opts.token}`,
+            ...(body === undefined ? {} : { 'content-type': body.contentType }),
+          },
+          ...(body === undefined ? {} : { body: body.body }),
+          timeoutMs: this.opts.timeoutMs,
+          signal,
         },
-        ...(body === undefined ? {} : { body: body.body }),
-        signal: both,
-      });
-      text = await res.text();
+        this.agents
+      );
     } catch (err) {
       if (signal?.aborted) throw err;
-      const cause = (err as { cause?: { code?: string } }).cause?.code;
-      const why = timeout.aborted
-        ? `timed out after ${this.opts.timeoutMs} ms`
-        : `${(err as Error).message}${cause ? ` (${cause})` : ''}`;
+      const code = (err as { code?: string }).code;
+      const why =
+        err instanceof HttpTimeoutError
+          ? `timed out after ${this.opts.timeoutMs} ms`
+          : `${(err as Error).message}${code && !(err as Error).message.includes(code) ? ` (${code})` : ''}`;
       throw new AttemptError(`${ep.url}: ${why}`, true);
     }
+    const text = res.text;
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch {
       throw new AttemptError(`${ep.url}: HTTP ${res.status}, answer is not JSON`, true, res.status);
     }
-    if (!res.ok) {
+    if (res.status < 200 || res.status >= 300) {
       const e = ErrorBodySchema.safeParse(json);
       const msg = `${ep.url}: HTTP ${res.status} ${e.success ? `${e.data.code}: ${e.data.error}` : text.slice(0, 200)}`;
       // 401: this endpoint has another token (a config problem there); other endpoints may still work.
