@@ -23,7 +23,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -35,6 +34,7 @@ import { createInferenceSession, packBatch, type ObservationRow } from '../polic
 import { defaultPolicySpec, paramCount } from '../policy/spec';
 import { initWeights } from '../policy/weights';
 import { PolicyServerClient } from '../rollout/client';
+import { HttpAgents, httpExchange } from '../rollout/http-exchange';
 import { encodeScreenshotImage, packActCall, type OutgoingActRequest } from '../rollout/act-wire';
 import { PolicyEngine } from '../rollout/engine';
 import { startPolicyHttpServer } from '../rollout/policy-server';
@@ -160,41 +160,26 @@ function cpuSeconds(pid: number): number | undefined {
 
 type Mode = 'png' | 'encoded';
 
-/** One act call over `agent`; resolves when the answer is in and has one answer per request. */
-function postAct(
-  agent: http.Agent,
-  target: URL,
+/** One act call (rollout/http-exchange.ts, as the policy client sends it); checks one answer per request. */
+async function postAct(
+  agents: HttpAgents,
+  url: string,
   body: { body: Uint8Array | string; contentType: string },
   expected: number
 ): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      target,
-      {
-        method: 'POST',
-        agent,
-        headers: {
-          authorization: `Bearer ${TOKEN}`,
-          'content-type': body.contentType,
-          'content-length': Buffer.byteLength(body.body),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`));
-          const n = (JSON.parse(text) as { answers?: unknown[] }).answers?.length;
-          if (n !== expected) return reject(new Error(`${n} answers for ${expected} requests`));
-          resolve();
-        });
-      }
-    );
-    req.on('error', reject);
-    req.end(body.body);
-  });
+  const res = await httpExchange(
+    url,
+    {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': body.contentType },
+      body: body.body,
+      timeoutMs: 30_000,
+    },
+    agents
+  );
+  if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${res.text.slice(0, 200)}`);
+  const n = (JSON.parse(res.text) as { answers?: unknown[] }).answers?.length;
+  if (n !== expected) throw new Error(`${n} answers for ${expected} requests`);
 }
 
 interface Point {
@@ -251,8 +236,8 @@ async function loadTest(
   // Each caller cycles through a few bodies packed up front (distinct observations and seeds) and sends
   // them over a keep-alive node:http agent: the load generator shares the 2 cores with the server, so it
   // spends as little CPU per call as it can (no per-call packing, no fetch machinery).
-  const agent = new http.Agent({ keepAlive: true, maxSockets: cfg.callers });
-  const target = new URL(`${url}/v1/act`);
+  const agents = new HttpAgents();
+  const target = `${url}/v1/act`;
   const bodiesPerCaller = 4;
   await Promise.all(
     Array.from({ length: cfg.callers }, async (_, k) => {
@@ -268,7 +253,7 @@ async function loadTest(
       for (let i = 0; performance.now() < t1; i++) {
         const t = performance.now();
         try {
-          await postAct(agent, target, bodies[i % bodiesPerCaller]!, cfg.perCall);
+          await postAct(agents, target, bodies[i % bodiesPerCaller]!, cfg.perCall);
         } catch {
           errors++;
           continue;
@@ -281,7 +266,7 @@ async function loadTest(
       }
     })
   );
-  agent.destroy();
+  agents.destroy();
   const { h0, h1, cpu: serverCpu } = await window;
   const wallS = (t1 - t0) / 1000;
   lat.sort((a, b) => a - b);

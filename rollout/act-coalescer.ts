@@ -29,6 +29,8 @@ interface Waiting {
   reject: (err: unknown) => void;
   /** Set once the caller has its answer, an error, or gave up (aborted): later outcomes are ignored. */
   settled: boolean;
+  /** Removes the caller's abort listener. */
+  cleanup?: () => void;
 }
 
 export interface ActCoalescerStats {
@@ -81,10 +83,8 @@ export class ActCoalescer {
           this.settle(w, () => reject(signal.reason));
         };
         signal.addEventListener('abort', onAbort, { once: true });
-        // Drop the listener once settled, so a long-lived signal does not collect one per step.
-        const done = () => signal.removeEventListener('abort', onAbort);
-        w.resolve = (a) => (done(), resolve(a));
-        w.reject = (e) => (done(), reject(e));
+        // Dropped once settled, so a long-lived signal does not collect one listener per step.
+        w.cleanup = () => signal.removeEventListener('abort', onAbort);
       }
       this.queue.push(w);
       this.pump();
@@ -94,6 +94,7 @@ export class ActCoalescer {
   private settle(w: Waiting, outcome: () => void): void {
     if (w.settled) return;
     w.settled = true;
+    w.cleanup?.();
     this.counts.requests += 1;
     outcome();
   }
