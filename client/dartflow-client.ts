@@ -137,7 +137,11 @@ export class DartflowClient {
   /** Starts a campaign (config validated here first, so a bad field fails before anything starts). */
   async startCampaign(
     config: CampaignConfigInput,
-    opts: { continueAsNewAfterIterations?: number; shardContinueAsNewAfterIterations?: number } = {}
+    opts: {
+      continueAsNewAfterIterations?: number;
+      shardContinueAsNewAfterIterations?: number;
+      shardLaneEpisodes?: number;
+    } = {}
   ): Promise<CampaignHandle> {
     // A bad value is a ConfigError naming the field, the value and what is allowed; nothing is started.
     const parsed: CampaignConfig = parseCampaignConfig(config, 'startCampaign config');
@@ -151,6 +155,7 @@ export class DartflowClient {
             config: parsed,
             continueAsNewAfterIterations: opts.continueAsNewAfterIterations,
             shardContinueAsNewAfterIterations: opts.shardContinueAsNewAfterIterations,
+            shardLaneEpisodes: opts.shardLaneEpisodes,
           },
         ],
         typedSearchAttributes: [

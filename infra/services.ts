@@ -126,6 +126,15 @@ export interface TemporalDevServerOptions {
 
 /** SQLite settings of the dev server's history database (see startTemporalDevServer). */
 export const SQLITE_PRAGMAS = ['journal_mode=wal', 'synchronous=normal'] as const;
+/**
+ * Dynamic config of the dev server. `history.eventsCacheMaxSizeBytes`: when an env worker takes an episode,
+ * the server needs the episode's ActivityTaskScheduled event (its input); with the default 512 KiB events
+ * cache (the dev server has one history shard) that event was gone by then for most episodes, which wait
+ * in the task queue behind thousands of others, and every episode start read history from SQLite (13,187
+ * misses of 18,774 lookups at 2,048 envs; docs/benchmarks.md, "Scale"). 64 MiB holds the scheduled events
+ * of ≈ 40,000 queued episodes.
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG = ['history.eventsCacheMaxSizeBytes=67108864'] as const;
 
 /** Starts (or reuses) a Temporal dev server with persistent SQLite history and the Web UI. */
 export async function startTemporalDevServer(
@@ -157,6 +166,7 @@ export async function startTemporalDevServer(
     // synchronous=NORMAL keeps every commit across a crash or kill -9 of the server; only an OS crash or power
     // loss can lose the last commits (the database stays consistent). sqlite.org/wal.html
     ...SQLITE_PRAGMAS.flatMap((p) => ['--sqlite-pragma', p]),
+    ...DEV_SERVER_DYNAMIC_CONFIG.flatMap((kv) => ['--dynamic-config-value', kv]),
     '--namespace',
     opts.namespace,
     '--log-level',

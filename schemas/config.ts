@@ -114,7 +114,7 @@ export const RolloutSchema = z
       .max(64)
       .default(1)
       .describe(
-        'Scheduler workflows that start task groups and report them back in batches (1 = the campaign starts every group itself). Use 4 or more from ≈ 500 envs on: one campaign workflow then spends its server-side lock on starting and hearing from every group, group starts wait tens of seconds, and each continue-as-new leaves envs idle (512 envs: 64 % / 49 % env utilization with 1, 72 % with 4; docs/benchmarks.md, scale). With shards the campaign pays history per batch, not per group (docs/architecture.md, scheduler shards).'
+        'Scheduler workflows that run task groups and report them back in batches (1 = the campaign starts every group as its own workflow). Use 4 or more from ≈ 500 envs on: one campaign workflow then spends its server-side lock on starting and hearing from every group, group starts wait tens of seconds, and each continue-as-new leaves envs idle (512 envs: 64 % / 49 % env utilization with 1, 72 % with 4; docs/benchmarks.md, scale). With shards the campaign pays history per batch, not per group, and the shards run groups in rollout lanes (many groups per workflow, so episode completions share workflow tasks; docs/architecture.md, scheduler shards and rollout lanes).'
       ),
   })
   .describe('Rollout scheduling and DART dynamic rollout number / trajectory length.');

@@ -8,7 +8,7 @@
  * patch `campaign-precollect-phase`: a precollectWorkflow child that fills the experience pool with oracle
  * demonstrations before RL) — the `precollect` set.
  *
- *   npx tsx scripts/record-histories.ts [--only main|precollect]   # then: npm test -- test/replay
+ *   npx tsx scripts/record-histories.ts [--only main|precollect|shards|shards-legacy]   # then: npm test -- test/replay
  *
  * Writes test/replay/histories/<workflowType>-<label>.json.gz (the JSON of `historyToJSON`, the same
  * format `temporal workflow show --output json` and the Web UI's download give, gzipped because
@@ -35,8 +35,14 @@ const EventType = temporal.api.enums.v1.EventType;
 
 export const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test', 'replay', 'histories');
 
-/** The recorded sets: the long campaign with every message kind and fault, and the pre-collection one. */
-const SETS = ['main', 'precollect'] as const;
+/**
+ * The recorded sets: the long campaign with every message kind and fault, the pre-collection one, and a
+ * sharded campaign (its shard's runs and a rollout lane). `shards-legacy` is the sharded campaign recorded
+ * with workflow code from before rollout lanes (run this script from a checkout of that code with
+ * `--only shards-legacy` and copy its files and index entries here): shard runs started then keep one
+ * child workflow per group until they continue-as-new, and the current code must still replay them.
+ */
+const SETS = ['main', 'precollect', 'shards', 'shards-legacy'] as const;
 type RecordSet = (typeof SETS)[number];
 
 /** One recorded history, as listed in histories/index.json. */
@@ -159,6 +165,25 @@ async function runPrecollectCampaign(cluster: BenchCluster): Promise<{ campaignI
   return { campaignId };
 }
 
+/** A sharded campaign whose shards continue-as-new and (with lanes) seal and open lanes. */
+async function runShardedCampaign(cluster: BenchCluster): Promise<{ campaignId: string }> {
+  const campaignId = `rec-shards-${Date.now().toString(36)}`;
+  const campaign = await cluster.client.startCampaign(
+    {
+      campaign: { id: campaignId, suite: 'quickstart', maxTrainSteps: 3 },
+      rollout: { envConcurrency: 16, maxSteps: 3, schedulerShards: 2 },
+      trainer: { minGroups: 1, maxGroups: 2 },
+      eval: { everyVersions: 100, episodesPerTask: 1, gateEveryVersions: 0 },
+      env: { kind: 'simulated' },
+    },
+    // Lanes of 16 episodes (two groups) and shards that continue-as-new every few loop iterations.
+    { shardContinueAsNewAfterIterations: 8, shardLaneEpisodes: 16 }
+  );
+  const result = await campaign.result();
+  console.log(`[record] sharded campaign ${campaignId} done: ${result.trainSteps} train steps`);
+  return { campaignId };
+}
+
 async function executions(cluster: BenchCluster, query: string): Promise<{ workflowId: string; runId: string }[]> {
   const out: { workflowId: string; runId: string; start: number }[] = [];
   for await (const wf of cluster.client.temporal.workflow.list({ query }))
@@ -264,6 +289,33 @@ async function recordPrecollect(cluster: BenchCluster, campaignId: string): Prom
   return recorded;
 }
 
+/** The shards sets: every run of shard 0, and one of its lanes that completed (when the code has lanes). */
+async function recordShards(
+  cluster: BenchCluster,
+  campaignId: string,
+  set: 'shards' | 'shards-legacy'
+): Promise<RecordedHistory[]> {
+  const label = set === 'shards' ? 'lanes' : 'legacy';
+  const recorded: RecordedHistory[] = [];
+  const shard0 = `${campaignWorkflowId(campaignId)}-shard-0`;
+  // Waits until the shard has completed (it drains after the campaign's stopShard).
+  await waitFor(
+    `${shard0} to complete`,
+    async () => (await cluster.client.temporal.workflow.getHandle(shard0).describe()).status.name === 'COMPLETED',
+    120_000
+  );
+  const runs = await executions(cluster, `WorkflowId = '${shard0}'`);
+  for (const [i, run] of runs.entries())
+    recorded.push(write(set, 'rolloutShardWorkflow', `${label}-run${i}`, run, await fetch(cluster, run)));
+  const lanes = (
+    await executions(cluster, `WorkflowType = 'rolloutLaneWorkflow' AND ExecutionStatus = 'Completed'`).catch(() => [])
+  ).filter((e) => e.workflowId.startsWith(shard0));
+  if (lanes[0])
+    recorded.push(write(set, 'rolloutLaneWorkflow', `${label}-completed`, lanes[0], await fetch(cluster, lanes[0])));
+  else if (set === 'shards') throw new Error(`campaign ${campaignId}: shard 0 completed no rollout lane to record`);
+  return recorded;
+}
+
 interface HistoryIndexFile {
   recordedAt: string;
   campaignId: string;
@@ -277,10 +329,10 @@ async function main(): Promise<void> {
   if (only !== undefined && !SETS.includes(only)) throw new Error(`--only must be ${SETS.join(' or ')}, got "${only}"`);
   const wanted = (set: RecordSet) => only === undefined || only === set;
   const indexPath = path.join(HISTORIES_DIR, 'index.json');
-  const previous: HistoryIndexFile | undefined =
-    only !== undefined && fs.existsSync(indexPath)
-      ? (JSON.parse(fs.readFileSync(indexPath, 'utf8')) as HistoryIndexFile)
-      : undefined;
+  // Read also when re-recording every set: the shards-legacy set is kept (this code cannot record it).
+  const previous: HistoryIndexFile | undefined = fs.existsSync(indexPath)
+    ? (JSON.parse(fs.readFileSync(indexPath, 'utf8')) as HistoryIndexFile)
+    : undefined;
   if (only !== undefined && !previous) throw new Error(`--only ${only}: no ${indexPath} to add to; record every set`);
 
   await ensureInfra({ quiet: true });
@@ -297,14 +349,19 @@ async function main(): Promise<void> {
     // The short one first: the main campaign kills a policy server for good.
     const pre = wanted('precollect') ? await runPrecollectCampaign(cluster) : undefined;
     const mainRun = wanted('main') ? await runCampaign(cluster) : undefined;
+    const shardsSet = wanted('shards') ? 'shards' : wanted('shards-legacy') && only ? 'shards-legacy' : undefined;
+    const sharded = shardsSet ? await runShardedCampaign(cluster) : undefined;
     fs.mkdirSync(HISTORIES_DIR, { recursive: true });
     // Keep the other set's files and entries (when re-recording one set); remove everything else.
-    const kept = (previous?.histories ?? []).filter((h) => !wanted(h.set ?? 'main'));
+    const kept = (previous?.histories ?? []).filter(
+      (h) => !wanted(h.set ?? 'main') || (only === undefined && h.set === 'shards-legacy')
+    );
     const keep = new Set(kept.map((h) => h.file));
     for (const f of fs.readdirSync(HISTORIES_DIR)) if (!keep.has(f)) fs.rmSync(path.join(HISTORIES_DIR, f));
     const recorded: RecordedHistory[] = [...kept];
     if (mainRun) recorded.push(...(await recordMain(cluster, mainRun.campaignId, mainRun.victim)));
     if (pre) recorded.push(...(await recordPrecollect(cluster, pre.campaignId)));
+    if (sharded && shardsSet) recorded.push(...(await recordShards(cluster, sharded.campaignId, shardsSet)));
     recorded.sort((a, b) => SETS.indexOf(a.set ?? 'main') - SETS.indexOf(b.set ?? 'main'));
 
     const campaignId = mainRun?.campaignId ?? previous?.campaignId;

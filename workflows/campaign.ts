@@ -124,6 +124,8 @@ export interface CampaignInput {
   continueAsNewAfterIterations?: number;
   /** Test hook: the same for the scheduler shards (rollout.schedulerShards > 1). */
   shardContinueAsNewAfterIterations?: number;
+  /** Test hook: episodes per rollout lane of a shard (default LANE_EPISODES in workflows/rollout-shard.ts). */
+  shardLaneEpisodes?: number;
   /**
    * Reports that reached the previous run after it began to continue-as-new (or before its state was
    * loaded): applied by this run once its state is ready, so no group, step or evaluation is lost.
@@ -637,6 +639,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
             flushMs: SHARD_FLUSH_MS,
             maxBatch: SHARD_MAX_BATCH,
             continueAsNewAfterIterations: input.shardContinueAsNewAfterIterations,
+            laneEpisodes: input.shardLaneEpisodes,
           },
         ],
       });
@@ -891,7 +894,9 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
         .map((g) => ({ workflowId: g.groupId })),
     ].map((c) => c.workflowId);
     if (ids.length === 0) return;
-    for (const d of await children.describeChildren({ workflowIds: ids })) settle(d);
+    // A sharded group runs in a lane of its shard, not as a workflow of its own: its shard says it holds it.
+    const heldBy = shardCount() > 1 ? Array.from({ length: shardCount() }, (_, i) => shardId(i)) : undefined;
+    for (const d of await children.describeChildren({ workflowIds: ids, ...(heldBy ? { heldBy } : {}) })) settle(d);
   }
 
   let housekeepingDue = false;
@@ -1156,6 +1161,7 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
         ...carried,
         continueAsNewAfterIterations: input.continueAsNewAfterIterations,
         shardContinueAsNewAfterIterations: input.shardContinueAsNewAfterIterations,
+        shardLaneEpisodes: input.shardLaneEpisodes,
         ...(carryLate && late.length > 0 ? { lateReports: late } : {}),
       });
     }

@@ -8,6 +8,7 @@ export { modelRolloutWorkflow } from './model-rollout';
 export { precollectWorkflow } from './precollect';
 export { trainStepWorkflow } from './train-step';
 export { rolloutShardWorkflow } from './rollout-shard';
+export { rolloutLaneWorkflow } from './rollout-lane';
 
 /**
  * The campaign workflow, with its module loaded on first use. The worker evaluates this entry module for

@@ -51,6 +51,14 @@ export interface GroupsFinishedReport {
 }
 export const groupsFinishedSignal = defineSignal<[GroupsFinishedReport]>('groupsFinished');
 export const stopShardSignal = defineSignal('stopShard');
+/**
+ * A shard runs its groups in rollout lanes (workflows/rollout-lane.ts): it hands a lane groups with
+ * assignGroups, the lane reports with groupsFinished (shardId = the lane's id), and once the lane has had
+ * its share of episodes the shard seals it (no more groups; it finishes what it runs and completes).
+ */
+export const sealLaneSignal = defineSignal('sealLane');
+/** The group ids a shard is responsible for now (queued, running in its lanes, or in a report not yet sent). */
+export const groupsHeldQuery = defineQuery<string[]>('groupsHeld');
 /** Sent by evaluateWorkflow children. */
 export const evalFinishedSignal = defineSignal<[EvalPoint]>('evalFinished');
 /** Sent by modelRolloutWorkflow children when a version is served (or rolled back). */

@@ -7,12 +7,17 @@
  * start acknowledgement, a signal and a completion; that is what stops one workflow from keeping up when
  * thousands of envs finish groups every second.
  *
- * The shard starts each group as its own ABANDON child (the group reports to the shard by signal, as it
- * would to the campaign), counts it until it reports or ends, and passes lost groups on (a child that
- * failed, was terminated or could not start). It continues-as-new when the server suggests it, carrying
- * its in-flight group ids; children of earlier runs are settled by `describeChildren`, as the campaign does.
- * If a shard dies, its groups still end: their signal to it fails, so they return their summary as their
- * result, and the campaign's own reconcile (workflows/campaign.ts) settles them by describing them.
+ * The shard runs its groups in rollout lanes (workflows/rollout-lane.ts): ABANDON children that each run
+ * many groups' episodes in one history and report finished groups back in batches. The open lane takes
+ * new groups until it has had `laneEpisodes` episodes; then the shard seals it (it finishes what it runs
+ * and completes) and opens the next. A group is counted until it reports or its lane ends without
+ * reporting it (failed, terminated), and lost groups are passed on. The shard continues-as-new when the
+ * server suggests it, carrying its in-flight group ids and lanes; lanes of earlier runs report to it by
+ * workflow id and are settled by `describeChildren` when they end. The campaign asks the shard which
+ * groups it holds (the groupsHeld query) before it counts a long-running group as lost.
+ *
+ * Runs recorded before lanes (patch `shard-runs-groups-in-lanes`) started each group as its own child
+ * (taskGroupWorkflow, reporting to the shard by signal); their children are still settled the same way.
  */
 import {
   allHandlersFinished,
@@ -35,9 +40,13 @@ import {
   assignGroupsSignal,
   groupFinishedSignal,
   groupsFinishedSignal,
+  groupsHeldQuery,
+  sealLaneSignal,
   stopShardSignal,
   type GroupsFinishedReport,
 } from './messages';
+import { ReportBatch } from './report-batch';
+import { rolloutLaneWorkflow } from './rollout-lane';
 import { isGroupSummary, taskGroupWorkflow, type GroupReported, type TaskGroupInput } from './task-group';
 
 export interface RolloutShardInput {
@@ -50,6 +59,8 @@ export interface RolloutShardInput {
   maxBatch: number;
   /** Carried by continue-as-new. */
   carried?: ShardCarried;
+  /** Seal a lane once it was handed this many episodes (default LANE_EPISODES; a test hook and tuning knob). */
+  laneEpisodes?: number;
   /** Test hook: continue-as-new after this many loop iterations (besides the server's suggestion). */
   continueAsNewAfterIterations?: number;
   /** Test hooks: how long a child of an earlier run may stay silent before it is described, and how often (ms; default a minute each). */
@@ -59,13 +70,27 @@ export interface RolloutShardInput {
 
 export interface ShardCarried {
   runIndex: number;
-  /** Groups started and not yet reported: id → the run that started it and when. */
-  inFlight: Record<string, { run: number; startedAtMs: number }>;
+  /** Groups started and not yet reported: id → the run that started it, when, and its lane (absent: its own child). */
+  inFlight: Record<string, { run: number; startedAtMs: number; lane?: string }>;
+  /** Lanes not known to have ended (absent in runs recorded before lanes). */
+  lanes?: Record<string, LaneRecord>;
+  /** The lane taking new groups. */
+  openLane?: string | null;
+  /** Lanes started by this shard's chain of runs (names the next one). */
+  laneSeq?: number;
   /** Assigned, not started yet. */
   queued: TaskGroupInput[];
   outbox: Omit<GroupsFinishedReport, 'shardId'>;
   stopRequested: boolean;
   groupsStarted: number;
+}
+
+export interface LaneRecord {
+  run: number;
+  startedAtMs: number;
+  /** Episodes handed to the lane so far. */
+  episodes: number;
+  sealed: boolean;
 }
 
 export interface RolloutShardResult {
@@ -79,6 +104,15 @@ const children = childActivities;
 /** Children of an earlier run that have not reported after this long are described (they may have ended). */
 const RECONCILE_AFTER_MS = 60_000;
 const RECONCILE_EVERY_MS = 60_000;
+/**
+ * Episodes a lane is handed before it is sealed. Its history holds ≈ 3 events per episode (scheduled,
+ * started, completed) plus its share of workflow tasks, reports and pool calls: 2,544–3,284 events and at
+ * most 1.4 MB per lane at 2,048 simulated envs (docs/benchmarks.md, "Scale"), far below Temporal's
+ * 10,240-event warning whatever the group size. Larger lanes share more workflow tasks but live longer.
+ */
+export const LANE_EPISODES = 512;
+/** Runs recorded before this patch started every group as its own taskGroupWorkflow child. */
+const SHARD_LANES_PATCH = 'shard-runs-groups-in-lanes';
 
 /**
  * Runs recorded before this patch cleared the wake flag after the loop's awaits (a report flush, a
@@ -91,6 +125,7 @@ const SHARD_WAKE_AT_TOP_PATCH = 'shard-wake-flag-cleared-before-reading';
 
 export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<RolloutShardResult> {
   const shardId = workflowInfo().workflowId;
+  const useLanes = patched(SHARD_LANES_PATCH);
   const c: ShardCarried = input.carried ?? {
     runIndex: 0,
     inFlight: {},
@@ -99,28 +134,42 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
     stopRequested: false,
     groupsStarted: 0,
   };
+  // Carried by runs recorded before lanes: none yet.
+  const lanes: Record<string, LaneRecord> = (c.lanes ??= {});
+  c.openLane ??= null;
+  c.laneSeq ??= 0;
+  const laneEpisodes = input.laneEpisodes ?? LANE_EPISODES;
   let dirty = true;
   const wake = () => {
     dirty = true;
   };
-  let flushDue = false;
-  let flushTimer = false;
+  const batch = new ReportBatch({ flushMs: input.flushMs, maxBatch: input.maxBatch, wake }, c.outbox);
   let reconcileDue = false;
   let reconcileTimer = false;
   let campaignGone = false;
+  /** Groups of the report being sent (still held: the campaign has not got them yet). */
+  let sending: string[] = [];
 
-  const waiting = () => c.outbox.finished.length + c.outbox.lost.length;
   function finished(g: GroupSummary): void {
     // A group this run does not know is passed on too: it was started by an earlier shard run of this id
     // that died (its report then comes here by workflow id). The campaign ignores groups it already settled.
     delete c.inFlight[g.groupId];
-    c.outbox.finished.push(g);
+    batch.finished(g);
     wake();
   }
   function lost(groupId: string, why: string): void {
     if (!c.inFlight[groupId]) return;
     delete c.inFlight[groupId];
-    c.outbox.lost.push({ groupId, why });
+    batch.lost(groupId, why);
+    wake();
+  }
+  /** A lane ended: it reported every group it finished before it ended, so those it holds still are lost. */
+  function laneEnded(laneId: string, why: string): void {
+    if (!lanes[laneId]) return;
+    delete lanes[laneId];
+    if (c.openLane === laneId) c.openLane = null;
+    for (const [groupId, g] of Object.entries(c.inFlight))
+      if (g.lane === laneId) lost(groupId, `its lane ${laneId} ended (${why}) without reporting it`);
     wake();
   }
 
@@ -129,13 +178,34 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
     wake();
   });
   setHandler(groupFinishedSignal, finished);
+  setHandler(groupsFinishedSignal, (r: GroupsFinishedReport) => {
+    for (const g of r.finished) finished(g);
+    for (const l of r.lost) lost(l.groupId, l.why);
+  });
   setHandler(stopShardSignal, () => {
     c.stopRequested = true;
     wake();
   });
+  setHandler(groupsHeldQuery, () => [
+    ...Object.keys(c.inFlight),
+    ...c.queued.map((g) => g.groupId),
+    ...batch.ids(),
+    ...sending,
+  ]);
 
   const pendingStarts = new Set<Promise<void>>();
-  function startGroup(g: TaskGroupInput): void {
+  function track(started: Promise<void>): void {
+    pendingStarts.add(started);
+    void started.finally(() => pendingStarts.delete(started));
+  }
+  /**
+   * Lanes of this run whose start is not acknowledged yet: a signal sent before the child exists would
+   * fail as if the lane were gone. (Lanes of earlier runs were acknowledged before their continue-as-new.)
+   */
+  const laneStarts = new Map<string, Promise<void>>();
+
+  /** Runs recorded before lanes: each group its own child. */
+  function startGroupChild(g: TaskGroupInput): void {
     c.inFlight[g.groupId] = { run: c.runIndex, startedAtMs: Date.now() };
     c.groupsStarted++;
     const started = startChild(taskGroupWorkflow, {
@@ -156,12 +226,112 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
       },
       (err: unknown) => lost(g.groupId, `could not start: ${String(err)}`)
     );
-    pendingStarts.add(started);
-    void started.finally(() => pendingStarts.delete(started));
+    track(started);
+  }
+
+  function holdInLane(groups: TaskGroupInput[], laneId: string): void {
+    for (const g of groups) {
+      c.inFlight[g.groupId] = { run: c.runIndex, startedAtMs: Date.now(), lane: laneId };
+      c.groupsStarted++;
+    }
+  }
+
+  /** A new lane, started with its first groups (sealed at once when they fill it). */
+  function openLane(groups: TaskGroupInput[], episodes: number): void {
+    // The chain's first run id keeps lane ids unique across continue-as-new and a restart of the shard.
+    const laneId = `${shardId}-lane-${workflowInfo().firstExecutionRunId.slice(0, 8)}-${c.laneSeq!++}`;
+    const sealed = episodes >= laneEpisodes;
+    lanes[laneId] = { run: c.runIndex, startedAtMs: Date.now(), episodes, sealed };
+    if (!sealed) c.openLane = laneId;
+    holdInLane(groups, laneId);
+    const started = startChild(rolloutLaneWorkflow, {
+      workflowId: laneId,
+      taskQueue: TASK_QUEUES.orchestrator,
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      args: [
+        {
+          campaignId: input.campaignId,
+          shardWorkflowId: shardId,
+          campaignWorkflowId: input.campaignWorkflowId,
+          groups,
+          sealed,
+          flushMs: input.flushMs,
+          maxBatch: input.maxBatch,
+        },
+      ],
+    }).then(
+      (handle) => {
+        void handle.result().then(
+          () => laneEnded(laneId, 'completed'),
+          (err: unknown) => laneEnded(laneId, String(err))
+        );
+      },
+      (err: unknown) => laneEnded(laneId, `could not start: ${String(err)}`)
+    );
+    track(started);
+    laneStarts.set(laneId, started);
+    void started.finally(() => laneStarts.delete(laneId));
+  }
+
+  /** Hands groups to the open lane (by signal) until it is full, then to new lanes. */
+  async function placeInLanes(groups: TaskGroupInput[]): Promise<void> {
+    let rest = groups;
+    while (rest.length > 0) {
+      const open = c.openLane ? lanes[c.openLane] : undefined;
+      const room = open ? laneEpisodes - open.episodes : laneEpisodes;
+      // At least one group per batch: a group larger than a lane still gets one.
+      let take = 0;
+      let episodes = 0;
+      while (take < rest.length && (take === 0 || episodes + rest[take]!.n <= room)) episodes += rest[take++]!.n;
+      const batch = rest.slice(0, take);
+      rest = rest.slice(take);
+      if (!open || !c.openLane) {
+        openLane(batch, episodes);
+        continue;
+      }
+      const laneId = c.openLane;
+      open.episodes += episodes;
+      holdInLane(batch, laneId);
+      await laneStarts.get(laneId);
+      if (!lanes[laneId]) {
+        // It could not start: its groups, these included, were passed on as lost.
+        continue;
+      }
+      try {
+        await getExternalWorkflowHandle(laneId).signal(assignGroupsSignal, batch);
+        if (open.episodes >= laneEpisodes) await seal(laneId);
+      } catch (err) {
+        // The lane ended unexpectedly (terminated, failed): its groups, these included, are lost.
+        laneEnded(laneId, `not reachable: ${String(err)}`);
+      }
+    }
+  }
+
+  async function seal(laneId: string): Promise<void> {
+    const lane = lanes[laneId];
+    if (c.openLane === laneId) c.openLane = null;
+    if (!lane || lane.sealed) return;
+    lane.sealed = true;
+    await laneStarts.get(laneId);
+    if (!lanes[laneId]) return;
+    try {
+      await getExternalWorkflowHandle(laneId).signal(sealLaneSignal);
+    } catch (err) {
+      laneEnded(laneId, `not reachable: ${String(err)}`);
+    }
+  }
+
+  async function startQueued(): Promise<void> {
+    const groups = c.queued.splice(0);
+    if (groups.length === 0) return;
+    if (useLanes) await placeInLanes(groups);
+    else for (const g of groups) startGroupChild(g);
   }
 
   function settle(d: ChildDescription): void {
-    if (d.status === 'RUNNING' || !c.inFlight[d.workflowId]) return;
+    if (d.status === 'RUNNING') return;
+    if (lanes[d.workflowId]) return laneEnded(d.workflowId, d.status);
+    if (!c.inFlight[d.workflowId]) return;
     if (d.status !== 'COMPLETED') return lost(d.workflowId, d.status);
     const r = d.result as GroupSummary | GroupReported;
     if (isGroupSummary(r)) finished(r);
@@ -171,18 +341,26 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
   async function reconcile(): Promise<void> {
     reconcileDue = false;
     const now = Date.now();
-    const ids = Object.entries(c.inFlight)
-      .filter(([, g]) => g.run < c.runIndex && now - g.startedAtMs > (input.reconcileAfterMs ?? RECONCILE_AFTER_MS))
-      .map(([id]) => id);
+    const quietTooLong = (x: { run: number; startedAtMs: number }) =>
+      x.run < c.runIndex && now - x.startedAtMs > (input.reconcileAfterMs ?? RECONCILE_AFTER_MS);
+    const ids = [
+      // Groups of earlier runs that are their own child (runs recorded before lanes).
+      ...Object.entries(c.inFlight)
+        .filter(([, g]) => g.lane === undefined && quietTooLong(g))
+        .map(([id]) => id),
+      ...Object.entries(lanes)
+        .filter(([, l]) => quietTooLong(l))
+        .map(([id]) => id),
+    ];
+    // (The activity describes at most its first 100; the rest wait for the next reconcile.)
     if (ids.length > 0) for (const d of await children.describeChildren({ workflowIds: ids })) settle(d);
   }
 
   async function flush(): Promise<void> {
-    flushDue = false;
-    if (waiting() === 0) return;
-    const report: GroupsFinishedReport = { shardId, ...c.outbox };
-    c.outbox = { finished: [], lost: [] };
-    if (campaignGone) return;
+    const contents = batch.take();
+    if (!contents || campaignGone) return;
+    const report: GroupsFinishedReport = { shardId, ...contents };
+    sending = [...report.finished.map((g) => g.groupId), ...report.lost.map((l) => l.groupId)];
     try {
       await getExternalWorkflowHandle(input.campaignWorkflowId).signal(groupsFinishedSignal, report);
     } catch (err) {
@@ -190,19 +368,16 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
       log.warn('campaign not reachable; shard stops after its groups', { error: String(err) });
       campaignGone = true;
       c.stopRequested = true;
+    } finally {
+      sending = [];
     }
   }
 
   function timers(): void {
-    if (waiting() > 0 && !flushTimer) {
-      flushTimer = true;
-      void sleep(input.flushMs).then(() => {
-        flushTimer = false;
-        flushDue = true;
-        wake();
-      });
-    }
-    if (c.runIndex > 0 && Object.keys(c.inFlight).length > 0 && !reconcileTimer) {
+    batch.armTimer();
+    const earlierRuns =
+      c.runIndex > 0 && (Object.keys(c.inFlight).length > 0 || Object.values(lanes).some((l) => l.run < c.runIndex));
+    if (earlierRuns && !reconcileTimer) {
       reconcileTimer = true;
       void sleep(input.reconcileEveryMs ?? RECONCILE_EVERY_MS).then(() => {
         reconcileTimer = false;
@@ -218,10 +393,12 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
     iterations++;
     // Cleared before the loop reads anything, so a signal during this iteration's awaits wakes the next one.
     if (wakeAtTop) dirty = false;
-    for (const g of c.queued.splice(0)) startGroup(g);
+    await startQueued();
     if (reconcileDue) await reconcile();
-    if (flushDue || waiting() >= input.maxBatch || c.stopRequested) await flush();
-    const idle = Object.keys(c.inFlight).length === 0 && c.queued.length === 0 && waiting() === 0;
+    // A stopping shard gives its lanes no more groups: sealed, they finish what they run and complete.
+    if (c.stopRequested && c.openLane) await seal(c.openLane);
+    if (batch.due() || c.stopRequested) await flush();
+    const idle = Object.keys(c.inFlight).length === 0 && c.queued.length === 0 && batch.size === 0;
     if (c.stopRequested && idle) break;
     const canDue =
       workflowInfo().continueAsNewSuggested ||
@@ -229,12 +406,12 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
     if (canDue) {
       while (pendingStarts.size > 0) await Promise.all([...pendingStarts]);
       await condition(allHandlersFinished);
-      for (const g of c.queued.splice(0)) startGroup(g); // assigned while the starts were acknowledged
+      await startQueued(); // assigned while the starts were acknowledged
       while (pendingStarts.size > 0) await Promise.all([...pendingStarts]);
       await flush();
       return continueAsNew<typeof rolloutShardWorkflow>({
         ...input,
-        carried: { ...c, runIndex: c.runIndex + 1 },
+        carried: { ...c, outbox: batch.carry(), runIndex: c.runIndex + 1 },
       });
     }
     timers();

@@ -76,6 +76,29 @@ export function groupSummaryOf(r: GroupSummary | GroupReported): GroupSummary {
 }
 
 export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSummary | GroupReported> {
+  const summary = await runTaskGroup(input, poolActivities);
+  if (input.parentWorkflowId && input.parentWorkflowId !== workflowInfo().workflowId) {
+    try {
+      await getExternalWorkflowHandle(input.parentWorkflowId).signal(groupFinishedSignal, summary);
+      return { groupId: input.groupId, reported: true };
+    } catch (err) {
+      // The campaign already finished (stopped or done): the summary is still this workflow's result.
+      log.warn('campaign not reachable; group result kept as workflow result only', { error: String(err) });
+    }
+  }
+  return summary;
+}
+
+/** The experience-pool activities a group calls (regular activities; local ones only in old histories). */
+export type GroupPoolActivities = Pick<typeof dataActivities, 'addToPool' | 'findPoolSuccess'>;
+
+/**
+ * One group's episodes and pool bookkeeping, inside whichever workflow runs it: its own taskGroupWorkflow,
+ * or a rollout lane (workflows/rollout-lane.ts) that runs many groups in one history. `pool` is called only
+ * when a pool activity is due: in taskGroupWorkflow it decides a patch, whose marker must stay where
+ * recorded histories have it.
+ */
+export async function runTaskGroup(input: TaskGroupInput, pool: () => GroupPoolActivities): Promise<GroupSummary> {
   const startedAt = Date.now();
   const episodes = Array.from({ length: input.n }, (_, i) => ({
     campaignId: input.campaignId,
@@ -113,7 +136,7 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
   }
   const successes = trajectories.filter((t) => isSuccess(t.reward, input.successThreshold));
   if (successes.length > 0 && input.poolWanted > 0) {
-    await poolActivities().addToPool({
+    await pool().addToPool({
       campaignId: input.campaignId,
       trajectories: successes.slice(0, input.poolWanted),
       keepNewest: input.poolKeep ?? input.poolWanted,
@@ -126,7 +149,7 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
     const instructionKey = input.poolByInstruction
       ? trajectories.find((t) => t.instructionKey)?.instructionKey
       : undefined;
-    const pooled = await poolActivities().findPoolSuccess({
+    const pooled = await pool().findPoolSuccess({
       campaignId: input.campaignId,
       taskId: input.task.id,
       ...(instructionKey ? { instructionKey } : {}),
@@ -145,14 +168,5 @@ export async function taskGroupWorkflow(input: TaskGroupInput): Promise<GroupSum
     startedAt,
     endedAt: Date.now(),
   };
-  if (input.parentWorkflowId && input.parentWorkflowId !== workflowInfo().workflowId) {
-    try {
-      await getExternalWorkflowHandle(input.parentWorkflowId).signal(groupFinishedSignal, summary);
-      return { groupId: input.groupId, reported: true };
-    } catch (err) {
-      // The campaign already finished (stopped or done): the summary is still this workflow's result.
-      log.warn('campaign not reachable; group result kept as workflow result only', { error: String(err) });
-    }
-  }
   return summary;
 }

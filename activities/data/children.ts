@@ -22,13 +22,44 @@ export const DESCRIBE_CHILDREN_MAX = 100;
 
 const KNOWN = new Set<ChildEnding>(['RUNNING', 'COMPLETED', 'FAILED', 'TERMINATED', 'CANCELLED', 'TIMED_OUT']);
 
+export interface DescribeChildrenInput {
+  workflowIds: string[];
+  /**
+   * Scheduler shards that may hold some of these ids as groups run in their rollout lanes (workflows/
+   * rollout-lane.ts), where a group is no workflow of its own. A running shard is asked (groupsHeld query)
+   * first; a group it holds is RUNNING.
+   */
+  heldBy?: string[];
+}
+
 export function createChildActivities() {
   return {
-    async describeChildren(input: { workflowIds: string[] }): Promise<ChildDescription[]> {
+    async describeChildren(input: DescribeChildrenInput): Promise<ChildDescription[]> {
       const ctx = Context.current();
       const client = ctx.client;
       const out: ChildDescription[] = [];
-      for (const workflowId of input.workflowIds.slice(0, DESCRIBE_CHILDREN_MAX)) {
+      const held = new Set<string>();
+      for (const shardId of input.heldBy ?? []) {
+        ctx.heartbeat(shardId);
+        const shard = client.workflow.getHandle(shardId);
+        try {
+          // Only a running shard is asked: a query to a closed one replays its whole history on a worker.
+          if ((await shard.describe()).status.name !== 'RUNNING') continue;
+          for (const id of await shard.query<string[]>('groupsHeld')) held.add(id);
+        } catch (err) {
+          // Gone, ended between the two calls, or running code from before lanes (no such query; its groups
+          // are workflows of their own): the groups are described below.
+          if (
+            err instanceof WorkflowNotFoundError ||
+            /not running|completed|closed|did not register a handler|QueryNotRegistered/i.test(String(err))
+          )
+            continue;
+          throw err;
+        }
+      }
+      for (const workflowId of input.workflowIds) if (held.has(workflowId)) out.push({ workflowId, status: 'RUNNING' });
+      const rest = input.workflowIds.filter((id) => !held.has(id));
+      for (const workflowId of rest.slice(0, DESCRIBE_CHILDREN_MAX)) {
         ctx.heartbeat(workflowId);
         try {
           const handle = client.workflow.getHandle(workflowId);

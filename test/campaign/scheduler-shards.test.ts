@@ -1,7 +1,8 @@
 /**
  * Scheduler shards (rollout.schedulerShards, issue 12.3), on the real dev server with every role as its own
  * process and simulated envs: the campaign hands its group starts to two shard workflows and hears back in
- * batches, so its own history holds no task-group child at all; one shard is terminated mid-run and the
+ * batches, so its own history holds no task-group child at all; the shards run the groups in rollout lanes
+ * that they seal and replace as they fill; one shard is terminated mid-run and the
  * campaign starts it again, settles the groups it had and completes with nothing in flight; the shards end
  * when the campaign does.
  */
@@ -43,22 +44,26 @@ test('two scheduler shards start every group, report in batches, survive a termi
     },
     // Both the campaign and its shards continue-as-new mid-run (children of earlier runs are then settled
     // by describing them; a shard of an earlier campaign run is found running, not started twice).
-    { continueAsNewAfterIterations: 15, shardContinueAsNewAfterIterations: 10 }
+    // Lanes of 16 episodes (2 groups): every shard seals lanes and opens new ones during the run.
+    { continueAsNewAfterIterations: 15, shardContinueAsNewAfterIterations: 10, shardLaneEpisodes: 16 }
   );
   const temporalClient = cluster.client.temporal;
   const campaignWf = `campaign-${campaignId}`;
   const shardIds = [0, 1].map((i) => `${campaignWf}-shard-${i}`);
 
-  // Both shards run and groups flow through them.
-  await waitFor('groups started by both shards', async () => {
-    const counts = await Promise.all(
-      shardIds.map(async (id) => {
-        const h = await temporalClient.workflow.getHandle(id).fetchHistory();
-        return (h.events ?? []).filter(
-          (e) => e.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
-        ).length;
-      })
-    );
+  // Both shards run and groups flow through them, in rollout lanes (never a workflow per group).
+  const childStarts = async (id: string) => {
+    const starts: string[] = [];
+    for await (const wf of temporalClient.workflow.list({ query: `WorkflowId = '${id}'` })) {
+      const h = await temporalClient.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
+      for (const e of h.events ?? [])
+        if (e.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED)
+          starts.push(e.startChildWorkflowExecutionInitiatedEventAttributes!.workflowType!.name!);
+    }
+    return starts;
+  };
+  await waitFor('two lanes started by each shard', async () => {
+    const counts = await Promise.all(shardIds.map(async (id) => (await childStarts(id)).length));
     return counts.every((n) => n >= 2);
   });
 
@@ -106,10 +111,21 @@ test('two scheduler shards start every group, report in batches, survive a termi
     return runs >= 2;
   });
 
-  // Every shard ends once the campaign is done (stopShard: drain, then complete).
+  // Every shard ends once the campaign is done (stopShard: drain, then complete), and so does every lane
+  // the surviving shard started (the terminated run's lanes were abandoned to finish on their own).
   for (const id of shardIds)
     await waitFor(`${id} to complete`, async () => {
       const d = await temporalClient.workflow.getHandle(id).describe();
       return d.status.name === 'COMPLETED';
     });
+  const shard0Children = await childStarts(shardIds[0]!);
+  assert.ok(
+    shard0Children.every((t) => t === 'rolloutLaneWorkflow'),
+    `shard 0 started only lanes (${[...new Set(shard0Children)].join(', ')})`
+  );
+  for await (const lane of temporalClient.workflow.list({
+    query: `WorkflowType = 'rolloutLaneWorkflow' AND ExecutionStatus = 'Running'`,
+  }))
+    if (lane.workflowId.startsWith(shardIds[0]!))
+      assert.fail(`lane ${lane.workflowId} of shard 0 still runs after the campaign ended`);
 });

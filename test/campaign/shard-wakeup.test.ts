@@ -15,6 +15,7 @@ import { connectClient } from '../../infra/temporal-connection';
 import { registerScratchNamespace } from '../../infra/services';
 import { TASK_QUEUES } from '../../schemas/task-queues';
 import { orchestratorWorkflowCode } from '../../workers/workflow-bundle';
+import type { RolloutLaneInput } from '../../workflows/rollout-lane';
 import type { RolloutShardInput } from '../../workflows/rollout-shard';
 import type { TaskGroupInput } from '../../workflows/task-group';
 import { testSettings, uniqueSuffix } from '../helpers/infra';
@@ -91,21 +92,26 @@ test('a group assigned while the shard awaits a reconcile is started once the re
         60_000
       );
       releaseDescribe();
+      // The shard runs its groups in rollout lanes: the group is started as part of a new lane's input.
+      const converter = client.options.loadedDataConverter.payloadConverter;
       const started = await waitFor(
         'the assigned group to be started',
         async () =>
-          (await shard.fetchHistory()).events?.find(
-            (e) =>
-              e.eventType === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED &&
-              e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId === group.groupId
-          ),
+          (await shard.fetchHistory()).events?.find((e) => {
+            const a = e.startChildWorkflowExecutionInitiatedEventAttributes;
+            if (e.eventType !== EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED || !a) return false;
+            const laneInput = converter.fromPayload<RolloutLaneInput>(a.input!.payloads![0]!);
+            return laneInput.groups.some((g) => g.groupId === group.groupId);
+          }),
         60_000
       ).catch(() => undefined);
       await shard.terminate('test done').catch(() => undefined);
-      await client.workflow
-        .getHandle(group.groupId)
-        .terminate('test done')
-        .catch(() => undefined);
+      const laneId = started?.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId;
+      if (laneId)
+        await client.workflow
+          .getHandle(laneId)
+          .terminate('test done')
+          .catch(() => undefined);
       assert.ok(started, 'the group assigned during the reconcile was started (before the fix it waited forever)');
     });
   } finally {

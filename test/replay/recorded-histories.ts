@@ -20,7 +20,7 @@ const IndexSchema = z.object({
   histories: z.array(
     z.object({
       /** Which recording (scripts/record-histories.ts --only): absent in older indexes, meaning `main`. */
-      set: z.enum(['main', 'precollect']).default('main'),
+      set: z.enum(['main', 'precollect', 'shards', 'shards-legacy']).default('main'),
       file: z.string().regex(/^[A-Za-z]+-[a-z0-9-]+\.json(\.gz)?$/),
       workflowType: z.string(),
       workflowId: z.string(),

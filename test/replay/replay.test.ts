@@ -225,6 +225,28 @@ test('the precollect set covers a campaign through the pre-collection phase and 
   assert.ok(divergent.some((d) => d.runId === '00000000-0000-4000-8000-000000000003'));
 });
 
+test('the shards sets cover a shard from before rollout lanes and one with lanes, across continue-as-new', () => {
+  const shards = ofType('rolloutShardWorkflow');
+  const legacy = shards.filter((r) => r.set === 'shards-legacy');
+  const lanes = shards.filter((r) => r.set === 'shards');
+  assert.ok(legacy.length >= 2 && lanes.length >= 2, 'both recordings hold several runs of one shard');
+  // Recorded by the code before lanes: every group its own child, and no lane patch marker.
+  const legacyChildren = legacy.flatMap((r) => childTypesStarted(r.history));
+  assert.ok(
+    legacyChildren.length >= 1 && legacyChildren.every((t) => t === 'taskGroupWorkflow'),
+    legacyChildren.join()
+  );
+  assert.ok(legacy.every((r) => !patchIds(r.history).includes('shard-runs-groups-in-lanes')));
+  const laneChildren = lanes.flatMap((r) => childTypesStarted(r.history));
+  assert.ok(laneChildren.length >= 2 && laneChildren.every((t) => t === 'rolloutLaneWorkflow'), laneChildren.join());
+  // Every run but the last of each recording ended in continue-as-new (what it carried replays in the next).
+  for (const r of [...legacy.slice(0, -1), ...lanes.slice(0, -1)])
+    assert.ok(has(r.history, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW), `${r.file} continued-as-new`);
+  const [lane] = ofType('rolloutLaneWorkflow');
+  assert.ok(lane && has(lane.history, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED), 'a lane ran episodes');
+  assert.ok(has(lane.history, EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED), 'and reported them');
+});
+
 test('every recorded history replays against the current workflow code without nondeterminism', () => {
   const failures: string[] = [];
   for (const r of recorded) {
