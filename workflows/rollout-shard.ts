@@ -238,8 +238,9 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
 
   /** A new lane, started with its first groups (sealed at once when they fill it). */
   function openLane(groups: TaskGroupInput[], episodes: number): void {
-    // The chain's first run id keeps lane ids unique across continue-as-new and a restart of the shard.
-    const laneId = `${shardId}-lane-${workflowInfo().firstExecutionRunId.slice(0, 8)}-${c.laneSeq!++}`;
+    // The chain's first run id keeps lane ids unique across continue-as-new and a restart of the shard under
+    // the same id (its old lanes may still run). Its random tail: run ids are UUIDv7, whose head is a timestamp.
+    const laneId = `${shardId}-lane-${workflowInfo().firstExecutionRunId.slice(-12)}-${c.laneSeq!++}`;
     const sealed = episodes >= laneEpisodes;
     lanes[laneId] = { run: c.runIndex, startedAtMs: Date.now(), episodes, sealed };
     if (!sealed) c.openLane = laneId;

@@ -265,3 +265,43 @@ test('a lane that dies reports none of its groups: the shard passes them on as l
   await waitFor('the shard to complete', async () => (await shard.describe()).status.name === 'COMPLETED', 60_000);
   await sink.terminate('test done');
 });
+
+test('a shard started again under the same id while its old lane still runs opens lanes of its own', async () => {
+  const prefix = `lanerestart-${uniqueSuffix()}`;
+  const sink = await startSink(`${prefix}-sink`);
+  const shardId = `${prefix}-shard`;
+  const start = () =>
+    client.workflow.start('rolloutShardWorkflow', {
+      taskQueue: TASK_QUEUES.orchestrator,
+      workflowId: shardId,
+      args: [shardInput(prefix, sink.workflowId)],
+    });
+  const [first, second] = [group(prefix, 0), group(prefix, 1)];
+  const before = await start();
+  await before.signal('assignGroups', [first]);
+  await waitFor('the first group to run', async () => started.has(`${first.groupId}-e1`), 60_000);
+  const [oldLane] = (await childStarts(shardId)).map((s) => s.id);
+  await before.terminate('test: the shard dies; its lane runs on');
+
+  // Started again within seconds (as the campaign does): its lane ids must not collide with the running one.
+  const after = await start();
+  await after.signal('assignGroups', [second]);
+  await waitFor('the second group to run', async () => started.has(`${second.groupId}-e1`), 60_000);
+  const lanes = [...new Set((await childStarts(shardId)).map((s) => s.id))];
+  assert.equal(lanes.length, 2, `two lanes: ${lanes.join(', ')}`);
+  for (const id of lanes)
+    assert.equal((await client.workflow.getHandle(id).describe()).status.name, 'RUNNING', `${id} runs`);
+
+  // The old lane's group reaches the new shard run by workflow id and is passed on; both are reported.
+  open(first.groupId);
+  open(second.groupId);
+  await waitFor('both groups reported', async () => (await reportsTo(sink.workflowId)).finished.size === 2, 60_000);
+  assert.ok(oldLane && lanes.includes(oldLane));
+  await after.signal('stopShard');
+  await waitFor('the shard to complete', async () => (await after.describe()).status.name === 'COMPLETED', 60_000);
+  await client.workflow
+    .getHandle(oldLane!)
+    .signal('sealLane')
+    .catch(() => undefined);
+  await sink.terminate('test done');
+});
