@@ -349,8 +349,10 @@ async function main(): Promise<void> {
     // The short one first: the main campaign kills a policy server for good.
     const pre = wanted('precollect') ? await runPrecollectCampaign(cluster) : undefined;
     const mainRun = wanted('main') ? await runCampaign(cluster) : undefined;
-    const shardsSet = wanted('shards') ? 'shards' : wanted('shards-legacy') && only ? 'shards-legacy' : undefined;
-    const sharded = shardsSet ? await runShardedCampaign(cluster) : undefined;
+    // shards-legacy only on request (from a checkout of the code before lanes); a full recording takes `shards`.
+    const shardsSet: 'shards' | 'shards-legacy' | undefined =
+      only === 'shards-legacy' ? 'shards-legacy' : wanted('shards') ? 'shards' : undefined;
+    const sharded = shardsSet ? { set: shardsSet, ...(await runShardedCampaign(cluster)) } : undefined;
     fs.mkdirSync(HISTORIES_DIR, { recursive: true });
     // Keep the other set's files and entries (when re-recording one set); remove everything else.
     const kept = (previous?.histories ?? []).filter(
@@ -361,7 +363,7 @@ async function main(): Promise<void> {
     const recorded: RecordedHistory[] = [...kept];
     if (mainRun) recorded.push(...(await recordMain(cluster, mainRun.campaignId, mainRun.victim)));
     if (pre) recorded.push(...(await recordPrecollect(cluster, pre.campaignId)));
-    if (sharded && shardsSet) recorded.push(...(await recordShards(cluster, sharded.campaignId, shardsSet)));
+    if (sharded) recorded.push(...(await recordShards(cluster, sharded.campaignId, sharded.set)));
     recorded.sort((a, b) => SETS.indexOf(a.set ?? 'main') - SETS.indexOf(b.set ?? 'main'));
 
     const campaignId = mainRun?.campaignId ?? previous?.campaignId;

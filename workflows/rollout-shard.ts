@@ -74,7 +74,7 @@ export interface ShardCarried {
   inFlight: Record<string, { run: number; startedAtMs: number; lane?: string }>;
   /** Lanes not known to have ended (absent in runs recorded before lanes). */
   lanes?: Record<string, LaneRecord>;
-  /** The lane taking new groups. */
+  /** The lane taking new groups (the only one not sealed). */
   openLane?: string | null;
   /** Lanes started by this shard's chain of runs (names the next one). */
   laneSeq?: number;
@@ -90,7 +90,6 @@ export interface LaneRecord {
   startedAtMs: number;
   /** Episodes handed to the lane so far. */
   episodes: number;
-  sealed: boolean;
 }
 
 export interface RolloutShardResult {
@@ -242,7 +241,7 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
     // the same id (its old lanes may still run). Its random tail: run ids are UUIDv7, whose head is a timestamp.
     const laneId = `${shardId}-lane-${workflowInfo().firstExecutionRunId.slice(-12)}-${c.laneSeq!++}`;
     const sealed = episodes >= laneEpisodes;
-    lanes[laneId] = { run: c.runIndex, startedAtMs: Date.now(), episodes, sealed };
+    lanes[laneId] = { run: c.runIndex, startedAtMs: Date.now(), episodes };
     if (!sealed) c.openLane = laneId;
     holdInLane(groups, laneId);
     const started = startChild(rolloutLaneWorkflow, {
@@ -278,7 +277,8 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
   async function placeInLanes(groups: TaskGroupInput[]): Promise<void> {
     let rest = groups;
     while (rest.length > 0) {
-      const open = c.openLane ? lanes[c.openLane] : undefined;
+      const laneId = c.openLane;
+      const open = laneId ? lanes[laneId] : undefined;
       const room = open ? laneEpisodes - open.episodes : laneEpisodes;
       // At least one group per batch: a group larger than a lane still gets one.
       let take = 0;
@@ -286,11 +286,10 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
       while (take < rest.length && (take === 0 || episodes + rest[take]!.n <= room)) episodes += rest[take++]!.n;
       const batch = rest.slice(0, take);
       rest = rest.slice(take);
-      if (!open || !c.openLane) {
+      if (!laneId || !open) {
         openLane(batch, episodes);
         continue;
       }
-      const laneId = c.openLane;
       open.episodes += episodes;
       holdInLane(batch, laneId);
       await laneStarts.get(laneId);
@@ -308,11 +307,10 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
     }
   }
 
+  /** Seals the open lane: it gets no more groups, finishes what it runs and completes. */
   async function seal(laneId: string): Promise<void> {
-    const lane = lanes[laneId];
-    if (c.openLane === laneId) c.openLane = null;
-    if (!lane || lane.sealed) return;
-    lane.sealed = true;
+    if (c.openLane !== laneId) return;
+    c.openLane = null;
     await laneStarts.get(laneId);
     if (!lanes[laneId]) return;
     try {
@@ -358,10 +356,11 @@ export async function rolloutShardWorkflow(input: RolloutShardInput): Promise<Ro
   }
 
   async function flush(): Promise<void> {
+    const ids = batch.ids();
     const contents = batch.take();
     if (!contents || campaignGone) return;
     const report: GroupsFinishedReport = { shardId, ...contents };
-    sending = [...report.finished.map((g) => g.groupId), ...report.lost.map((l) => l.groupId)];
+    sending = ids;
     try {
       await getExternalWorkflowHandle(input.campaignWorkflowId).signal(groupsFinishedSignal, report);
     } catch (err) {

@@ -161,16 +161,20 @@ function shardInput(prefix: string, sinkId: string, extra: Partial<RolloutShardI
   };
 }
 
+function startShard(shardId: string, input: RolloutShardInput) {
+  return client.workflow.start('rolloutShardWorkflow', {
+    taskQueue: TASK_QUEUES.orchestrator,
+    workflowId: shardId,
+    args: [input],
+  });
+}
+
 test('a shard runs its groups in lanes, seals a lane once it had its episodes, and ends when stopped', async () => {
   const prefix = `lanes-${uniqueSuffix()}`;
   const sink = await startSink(`${prefix}-sink`);
   const shardId = `${prefix}-shard`;
   // Continue-as-new every few iterations: lanes of earlier runs report to the latest run and are settled.
-  const shard = await client.workflow.start('rolloutShardWorkflow', {
-    taskQueue: TASK_QUEUES.orchestrator,
-    workflowId: shardId,
-    args: [shardInput(prefix, sink.workflowId, { continueAsNewAfterIterations: 3 })],
-  });
+  const shard = await startShard(shardId, shardInput(prefix, sink.workflowId, { continueAsNewAfterIterations: 3 }));
   const groups = Array.from({ length: 5 }, (_, i) => group(prefix, i));
   await shard.signal('assignGroups', groups.slice(0, 3));
   await shard.signal('assignGroups', groups.slice(3));
@@ -231,11 +235,7 @@ test('a lane that dies reports none of its groups: the shard passes them on as l
   const prefix = `lanedies-${uniqueSuffix()}`;
   const sink = await startSink(`${prefix}-sink`);
   const shardId = `${prefix}-shard`;
-  const shard = await client.workflow.start('rolloutShardWorkflow', {
-    taskQueue: TASK_QUEUES.orchestrator,
-    workflowId: shardId,
-    args: [shardInput(prefix, sink.workflowId)],
-  });
+  const shard = await startShard(shardId, shardInput(prefix, sink.workflowId));
   const groups = Array.from({ length: 4 }, (_, i) => group(prefix, i));
   await shard.signal('assignGroups', groups);
   await waitFor('every episode to start', async () => groups.every((g) => started.has(`${g.groupId}-e1`)), 60_000);
@@ -270,12 +270,7 @@ test('a shard started again under the same id while its old lane still runs open
   const prefix = `lanerestart-${uniqueSuffix()}`;
   const sink = await startSink(`${prefix}-sink`);
   const shardId = `${prefix}-shard`;
-  const start = () =>
-    client.workflow.start('rolloutShardWorkflow', {
-      taskQueue: TASK_QUEUES.orchestrator,
-      workflowId: shardId,
-      args: [shardInput(prefix, sink.workflowId)],
-    });
+  const start = () => startShard(shardId, shardInput(prefix, sink.workflowId));
   const [first, second] = [group(prefix, 0), group(prefix, 1)];
   const before = await start();
   await before.signal('assignGroups', [first]);
