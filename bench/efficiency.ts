@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { loadInfraSettings, PROJECT_ROOT } from '../infra/settings';
 import { barChartSvg, writeSvgAsPng } from '../lib/charts';
 import type { CampaignConfigInput } from '../schemas/config';
+import { keys } from '../storage/keys';
 import { benchSuffix, startBenchCluster } from './lib/bench-cluster';
 import { episodeTimes, runCampaignWindow, trainStepTimes, type CampaignWindowRun } from './lib/campaign-window';
 import {
@@ -59,6 +60,14 @@ export interface ModeResult {
   /** Mean env time of one episode (all its env operations). */
   meanEnvMsPerEpisode: number;
   cores: Record<string, number>;
+  /**
+   * Share of slot time the env workers themselves counted as held by an episode over the window (their
+   * `dartflow_env_busy_seconds_total`): envUtilization counts only the env time of kept trajectories, so a gap
+   * between the two is env time spent on attempts nobody kept (absent when the metrics were not readable).
+   */
+  envHeldShare?: number;
+  /** Rollouts in the window whose kept trajectory was written by a retry (attempt ≥ 2). */
+  retriedEpisodes: number;
 }
 
 export function campaignConfig(
@@ -123,6 +132,8 @@ export function summarizeMode(
         inWindow.reduce((a, m) => a + 2 * m.numSteps + 1, 0)
       ),
     cores: run.cores,
+    ...(run.envBusy ? { envHeldShare: run.envBusy.slotSeconds / (slots * (run.envBusy.overMs / 1000)) } : {}),
+    retriedEpisodes: inWindow.filter((m) => keys.attemptOfStepsKey(m.stepsKey) > 1).length,
   };
 }
 

@@ -77,7 +77,7 @@ export async function benchScale(args: string[]): Promise<void> {
         result.meanEnvMsPerEpisode > 0 ? (envs * 60_000 * result.meanStepsPerEpisode) / result.meanEnvMsPerEpisode : 0;
       points.push({ envs, scale, shards, envWorkers, envConcurrency, result, idealActionsPerMin });
       console.log(
-        `${envs} envs: env util ${(result.metrics.envUtilization * 100).toFixed(1)} %, ${result.metrics.rolloutActionsPerMin.toFixed(0)} actions/min (ideal ${idealActionsPerMin.toFixed(0)}), act ${result.meanActMs.toFixed(1)} ms, cores ${JSON.stringify(result.cores)}`
+        `${envs} envs: env util ${(result.metrics.envUtilization * 100).toFixed(1)} % (envs held by an episode ${result.envHeldShare === undefined ? 'unknown' : `${(result.envHeldShare * 100).toFixed(1)} %`}, ${result.retriedEpisodes} episodes kept from a retry), ${result.metrics.rolloutActionsPerMin.toFixed(0)} actions/min (ideal ${idealActionsPerMin.toFixed(0)}), act ${result.meanActMs.toFixed(1)} ms, cores ${JSON.stringify(result.cores)}`
       );
     } finally {
       await cluster.close();

@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { InfraSettings } from '../infra/settings';
+import { metricsEndpointConfig, type MetricsRole } from '../metrics/config';
 import { PROJECT_ROOT } from '../infra/settings';
 import { VLM_VENV, vlmPython } from '../infra/vllm';
 
@@ -75,6 +76,8 @@ export interface LocalChild {
   name: string;
   process: ChildProcess;
   logFile: string;
+  /** Where the child serves Prometheus metrics (docs/metrics.md); undefined when it serves none. */
+  metricsUrl?: string;
 }
 
 export interface LocalWorkers {
@@ -137,6 +140,16 @@ function localMetricsEnv(
       DARTFLOW_METRICS_INSTANCE: String(index),
     };
   };
+}
+
+/** The endpoint the child derives from its variables, as metrics/config.ts does inside it. */
+function childMetricsUrl(role: Role, env: NodeJS.ProcessEnv): string | undefined {
+  try {
+    const endpoint = metricsEndpointConfig(role as MetricsRole, env);
+    return endpoint && `http://${endpoint.host === '0.0.0.0' ? '127.0.0.1' : endpoint.host}:${endpoint.port}/metrics`;
+  } catch {
+    return undefined; // the child reports a bad metrics variable itself
+  }
 }
 
 const isRunning = (c: LocalChild): boolean => c.process.exitCode === null && c.process.signalCode === null;
@@ -229,7 +242,10 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
     const nice = opts.niceness?.[spec.role];
     // Right after spawn, before the role has loaded (let alone started Chromium): children inherit it.
     if (nice !== undefined && child.pid !== undefined) os.setPriority(child.pid, nice);
-    const c = { role: spec.role, name: spec.name, process: child, logFile };
+    const metricsUrl = spec.command
+      ? undefined
+      : childMetricsUrl(spec.role, { ...process.env, ...opts.env, ...spec.env });
+    const c = { role: spec.role, name: spec.name, process: child, logFile, ...(metricsUrl ? { metricsUrl } : {}) };
     children.set(spec.name, c);
     return c;
   };

@@ -26,6 +26,8 @@ export const keys = {
    */
   trajectorySteps: (campaignId: string, trajectoryId: string, attempt = 1) =>
     `campaigns/${safeSegment(campaignId, 'campaignId')}/trajectories/${safeSegment(trajectoryId, 'trajectoryId')}/${attempt <= 1 ? 'steps.jsonl' : `steps-a${attempt}.jsonl`}`,
+  /** The attempt that wrote a steps object (the inverse of trajectorySteps' file name). */
+  attemptOfStepsKey: (stepsKey: string): number => Number(/\/steps-a(\d+)\.jsonl$/.exec(stepsKey)?.[1] ?? 1),
   trajectoryPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/trajectories/`,
   checkpointPrefix: (campaignId: string) => `campaigns/${safeSegment(campaignId, 'campaignId')}/checkpoints/`,
   checkpointManifest: (campaignId: string, version: number) =>

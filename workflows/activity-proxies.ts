@@ -13,8 +13,10 @@ import { TASK_QUEUES } from '../schemas/task-queues';
  * Env workers: one activity per episode (the unit of scheduling, as DART's rollout-wise scheduling), so an
  * env worker never runs more episodes than it has slots and no timeout grows with the queue: an episode
  * waits in Temporal's task queue (no schedule-to-start limit) until some worker has a free slot, then has
- * 15 minutes (seconds on the browser env, minutes on OSWorld); a heartbeat every step catches dead workers
- * (an episode that ends within its first 10 s sends none: activities/env/heartbeat-gate.ts).
+ * 15 minutes (seconds on the browser env, minutes on OSWorld); heartbeats catch dead workers: every step,
+ * and kept alive through long env operations such as an OSWorld reset, so a live attempt is never timed out
+ * and retried on a second env beside itself (an episode that ends within its first 10 s sends none:
+ * activities/env/heartbeat-gate.ts).
  */
 const envOptions = {
   taskQueue: TASK_QUEUES.env,

@@ -60,7 +60,8 @@ export interface EpisodeHooks {
 
 function temporalHooks(): EpisodeHooks & { dispose(): void } {
   const ctx = Context.current();
-  // Short episodes send no heartbeat at all (a server write each; see heartbeat-gate.ts).
+  // Short episodes send no heartbeat at all (a server write each); long env operations (an OSWorld reset)
+  // are kept alive, so only a dead worker times an attempt out (see heartbeat-gate.ts).
   const gate = heartbeatGate<EpisodeHeartbeat>((d) => ctx.heartbeat(d), ctx.info.heartbeatTimeoutMs);
   return {
     heartbeat: (d) => gate.heartbeat(d),
@@ -141,6 +142,8 @@ export async function runEpisodeCore(
 
   let env: GuiEnv;
   try {
+    // From here on the gate keeps the attempt alive, also while it waits for a slot.
+    hooks.heartbeat({ trajectoryId, step: 0 });
     env = await deps.pool.acquire(hooks.signal);
     clock.acquired();
   } catch (err) {
@@ -202,7 +205,6 @@ export async function runEpisodeCore(
   };
 
   try {
-    hooks.heartbeat({ trajectoryId, step: 0 });
     const reset = await clock.env(() => env.reset(task, input.seed));
     instruction = reset.instruction;
     fields = [...reset.fields];

@@ -10,6 +10,7 @@ import type { LedgerEntry, TrajectoryManifest } from '../../schemas/records';
 import type { BenchCluster } from './bench-cluster';
 import { readLedger, readManifests, waitFor } from './bench-cluster';
 import type { EpisodeTimes, TimeWindow, TrainStepTimes } from './efficiency-metrics';
+import { envBusySeconds } from './env-held';
 import { episodeStorageMs } from './overhead-metrics';
 import { coresBetween, sampleCpu, serverPids, type CpuSample } from './proc-cpu';
 
@@ -23,6 +24,11 @@ export interface CampaignWindowRun {
   status: CampaignStatus;
   /** Cores used per process during the window. */
   cores: Record<string, number>;
+  /**
+   * Slot-seconds the env workers counted as held by an episode between the window's opening and closing
+   * readings (`overMs` apart); absent when their metrics could not be read.
+   */
+  envBusy?: { slotSeconds: number; overMs: number };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -64,6 +70,9 @@ export async function runCampaignWindow(
   const warmedUpAt = Date.now();
   const pids = rolePids(cluster);
   const cpuStart: CpuSample = sampleCpu(pids);
+  const envMetrics = cluster.workers.children.filter((c) => c.role === 'env').flatMap((c) => c.metricsUrl ?? []);
+  const busyStart = await envBusySeconds(envMetrics);
+  const busyStartAt = Date.now();
   const deadline = Date.now() + opts.seconds * 1000;
   // A progress line is not worth failing the run for: under load the orchestrator may not answer a query
   // within its deadline (the campaign goes on meanwhile). Say so and keep the last status.
@@ -96,6 +105,11 @@ export async function runCampaignWindow(
     log(`  [${id}] only ${stepsInWindow()} of ${minSteps} train steps in the window before the ${maxSeconds} s cap`);
   const end = Date.now();
   const cores = coresBetween(cpuStart, sampleCpu(pids));
+  const busyEnd = await envBusySeconds(envMetrics);
+  const envBusy =
+    busyStart !== undefined && busyEnd !== undefined
+      ? { slotSeconds: busyEnd - busyStart, overMs: Date.now() - busyStartAt }
+      : undefined;
   await campaign.stop();
   await Promise.race([
     campaign.result(),
@@ -113,7 +127,16 @@ export async function runCampaignWindow(
   ]);
   const rollouts = manifests.filter((m) => m.source === 'rollout' && m.timing);
   const start = warmupMs > 0 ? warmedUpAt : Math.min(...rollouts.map((m) => m.timing!.acquiredAt));
-  return { campaignId: id, window: { start, end }, manifests, evalManifests, ledger, status, cores };
+  return {
+    campaignId: id,
+    window: { start, end },
+    manifests,
+    evalManifests,
+    ledger,
+    status,
+    cores,
+    ...(envBusy ? { envBusy } : {}),
+  };
 }
 
 export function episodeTimes(manifests: readonly TrajectoryManifest[]): EpisodeTimes[] {

@@ -69,6 +69,10 @@ test('an attempt that finishes after the retry committed reports the stored traj
   assert.equal(steps.length, stored.numSteps);
   assert.ok(await store.exists(keys.trajectorySteps('attempts', id, 1)));
   assert.notEqual(keys.trajectorySteps('attempts', id, 1), stored.stepsKey);
+  // Benchmarks tell a kept retry from a first attempt by its steps key.
+  assert.equal(keys.attemptOfStepsKey(stored.stepsKey), 2);
+  assert.equal(keys.attemptOfStepsKey(keys.trajectorySteps('attempts', id, 1)), 1);
+  assert.equal(keys.attemptOfStepsKey(keys.trajectorySteps('attempts', id, 12)), 12);
 });
 
 test('a failed attempt leaves a record that the next ok attempt replaces', async () => {

@@ -1,6 +1,7 @@
 /**
  * The episode heartbeat gate: short activities send no heartbeat, a longer one sends its latest held-back
- * details when the quiet period ends and every heartbeat after that, and a finished one sends nothing.
+ * details when the quiet period ends and every heartbeat after that, one blocked in a long env operation is
+ * kept alive, and a finished one sends nothing.
  */
 import assert from 'node:assert/strict';
 import { mock, test } from 'node:test';
@@ -8,18 +9,28 @@ import { heartbeatGate } from '../../activities/env/heartbeat-gate';
 
 function setup(timeoutMs: number | undefined) {
   mock.timers.enable({ apis: ['setTimeout'] });
-  let clock = 1_000;
+  const start = 1_000;
+  let clock = start;
   const sent: number[] = [];
+  /** When each heartbeat was sent, in ms since the activity started. */
+  const sentAt: number[] = [];
   const gate = heartbeatGate<number>(
-    (d) => sent.push(d),
+    (d) => {
+      sent.push(d);
+      sentAt.push(clock - start);
+    },
     timeoutMs,
     () => clock
   );
+  // In steps of at most a second, so timers fire with the clock at (about) their due time.
   const advance = (ms: number) => {
-    clock += ms;
-    mock.timers.tick(ms);
+    for (let left = ms; left > 0; left -= 1_000) {
+      const dt = Math.min(1_000, left);
+      clock += dt;
+      mock.timers.tick(dt);
+    }
   };
-  return { gate, sent, advance };
+  return { gate, sent, sentAt, advance };
 }
 
 test('an episode that ends within the quiet period sends no heartbeat', (t) => {
@@ -45,12 +56,43 @@ test('a longer episode sends its latest details when the quiet period ends, then
   advance(1);
   assert.deepEqual(sent, [1], 'the latest held-back heartbeat at 10 s, with no step in between');
   gate.heartbeat(2);
-  advance(30_000);
+  advance(15_000);
   gate.heartbeat(3);
   assert.deepEqual(sent, [1, 2, 3]);
   gate.dispose();
   gate.heartbeat(4);
+  advance(120_000);
   assert.deepEqual(sent, [1, 2, 3], 'nothing after the activity ended');
+});
+
+test('an activity blocked in a long env operation is kept alive with its latest details', (t) => {
+  t.after(() => mock.timers.reset());
+  const { gate, sent, sentAt, advance } = setup(60_000); // quiet 10 s; keep-alive after 20 s without a send
+  gate.heartbeat(0); // then a 5-minute reset: no step heartbeat at all
+  advance(300_000);
+  assert.deepEqual(
+    sentAt.map((ms) => ms / 1000),
+    [10, 30, 50, 70, 90, 110, 130, 150, 170, 190, 210, 230, 250, 270, 290]
+  );
+  assert.ok(sent.every((d) => d === 0));
+  // Steps heartbeat on their own every 2 s: no keep-alive on top of them.
+  const beforeSteps = sent.length;
+  for (let s = 1; s <= 10; s++) {
+    gate.heartbeat(s);
+    advance(2_000);
+  }
+  assert.deepEqual(sent.slice(beforeSteps), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  // A 45 s evaluation after the last step (sent at 318 s): its details re-sent at 338 s and 358 s.
+  const beforeEval = sent.length;
+  advance(45_000);
+  assert.deepEqual(sent.slice(beforeEval), [10, 10]);
+  assert.deepEqual(
+    sentAt.slice(beforeEval).map((ms) => ms / 1000),
+    [338, 358]
+  );
+  gate.dispose();
+  advance(600_000);
+  assert.equal(sent.length, beforeEval + 2, 'nothing after the activity ended');
 });
 
 test('a step after the quiet period sends at once; no heartbeat timeout means no gate', (t) => {

@@ -1,7 +1,7 @@
 /**
  * runEpisode through a real Temporal worker on the local dev server (unique task queue per run):
- * success, retry on a fresh env after a crash, non-retryable bad task, and cancellation that frees
- * the slot.
+ * success, retry on a fresh env after a crash, non-retryable bad task, cancellation that frees the slot,
+ * and a reset longer than the heartbeat timeout that runs once (kept alive, not retried on a second env).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,12 +28,14 @@ const suffix = Math.random().toString(36).slice(2, 10);
 const envQueue = `env-test-${suffix}`;
 const simQueue = `env-test-sim-${suffix}`;
 const wfQueue = `env-test-wf-${suffix}`;
+const slowResetQueue = `env-test-slow-reset-${suffix}`;
 
 let store: ObjectStore;
 let drop: () => Promise<void>;
 let client: Client;
 let envWorker: EnvWorkerHandle;
 let simWorker: EnvWorkerHandle;
+let slowResetWorker: EnvWorkerHandle;
 let wfWorker: Worker;
 const running: Promise<void>[] = [];
 let crashesLeft = 1;
@@ -74,19 +76,31 @@ before(async () => {
     pool: new SimulatedEnvPool({ slots: 1, profile: SIM_PROFILES.fast! }),
     policies: { slow },
   });
+  // Resets take 9 s, longer than the test workflow's 5 s heartbeat timeout (as OSWorld resets outlast a minute).
+  slowResetWorker = await createEnvWorker({
+    settings,
+    store,
+    taskQueue: slowResetQueue,
+    pool: new SimulatedEnvPool({
+      slots: 2,
+      profile: { ...SIM_PROFILES.fast!, name: 'slow-reset', reset: { medianMs: 9_000, sigma: 0 } },
+    }),
+    policies: { slow },
+  });
   wfWorker = await Worker.create({
     connection: await connectWorker(settings),
     namespace: settings.temporal.namespace,
     taskQueue: wfQueue,
     workflowsPath: path.join(__dirname, 'fixtures', 'episode-workflow.ts'),
   });
-  running.push(envWorker.run(), simWorker.run(), wfWorker.run());
+  running.push(envWorker.run(), simWorker.run(), slowResetWorker.run(), wfWorker.run());
   client = await connectClient(settings);
 });
 
 after(async () => {
   envWorker.shutdown();
   simWorker.shutdown();
+  slowResetWorker.shutdown();
   wfWorker.shutdown();
   await Promise.all(running);
   await client.connection.close();
@@ -168,4 +182,29 @@ test('cancelling the workflow cancels the episode and frees the slot', async () 
   );
   assert.equal(m.status, 'cancelled');
   assert.equal(m.reward, null);
+});
+
+test('a reset longer than the heartbeat timeout runs once: the attempt is kept alive, not retried on a second env', async () => {
+  const inp = input({ policy: { kind: 'slow' }, maxSteps: 1 });
+  let mostBusy = 0;
+  const sampler = setInterval(() => (mostBusy = Math.max(mostBusy, slowResetWorker.pool.stats().busy)), 50);
+  try {
+    const res = await run(inp, slowResetQueue);
+    assert.equal(res.status, 'ok');
+  } finally {
+    clearInterval(sampler);
+  }
+  const hist = await client.workflow.getHandle(`env-test-${inp.trajectoryId}`).fetchHistory();
+  const started = (hist.events ?? []).flatMap((e) =>
+    e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes] : []
+  );
+  assert.equal(started.length, 1);
+  assert.equal(started[0]!.attempt, 1, 'the first attempt completed (no heartbeat timeout)');
+  assert.equal(mostBusy, 1, 'one env held: no second attempt ran beside the first');
+  const m = await store.getJson(
+    `campaigns/temporal-test/trajectories/${inp.trajectoryId}/manifest.json`,
+    TrajectoryManifestSchema
+  );
+  assert.equal(m.status, 'ok');
+  assert.match(m.stepsKey, /\/steps\.jsonl$/, 'the first attempt wrote the trajectory');
 });
