@@ -62,8 +62,9 @@ export interface ModeResult {
   cores: Record<string, number>;
   /**
    * Share of slot time the env workers themselves counted as held by an episode over the window (their
-   * `dartflow_env_busy_seconds_total`): envUtilization counts only the env time of kept trajectories, so a gap
-   * between the two is env time spent on attempts nobody kept (absent when the metrics were not readable).
+   * `dartflow_env_busy_seconds_total`; absent when the metrics were not readable). envUtilization counts only
+   * the env operations of kept trajectories: the gap is what kept episodes do between env operations (≈ 1 %)
+   * plus env time on attempts nobody kept (bench/lib/env-held.ts).
    */
   envHeldShare?: number;
   /** Rollouts in the window whose kept trajectory was written by a retry (attempt ≥ 2). */

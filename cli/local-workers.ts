@@ -143,10 +143,13 @@ function localMetricsEnv(
 }
 
 /** The endpoint the child derives from its variables, as metrics/config.ts does inside it. */
-function childMetricsUrl(role: Role, env: NodeJS.ProcessEnv): string | undefined {
+export function childMetricsUrl(role: Role, env: NodeJS.ProcessEnv): string | undefined {
   try {
     const endpoint = metricsEndpointConfig(role as MetricsRole, env);
-    return endpoint && `http://${endpoint.host === '0.0.0.0' ? '127.0.0.1' : endpoint.host}:${endpoint.port}/metrics`;
+    if (!endpoint) return undefined;
+    // A wildcard bind is reached on loopback; an IPv6 literal goes in brackets.
+    const host = endpoint.host === '0.0.0.0' ? '127.0.0.1' : endpoint.host === '::' ? '::1' : endpoint.host;
+    return `http://${host.includes(':') ? `[${host}]` : host}:${endpoint.port}/metrics`;
   } catch {
     return undefined; // the child reports a bad metrics variable itself
   }

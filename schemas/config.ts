@@ -365,7 +365,7 @@ export const EnvSchema = z
         'Multiplies every simulated env latency (0.1 runs the OSWorld profile 10× faster, same shape); env workers read it as DARTFLOW_ENV_TIME_SCALE; the campaign scales trainer.simulatedStepSeconds by it too.'
       ),
     episodeHeartbeatTimeoutSeconds: timeoutSeconds(10).describe(
-      "Heartbeat timeout of every episode activity (rollouts, demonstrations, pre-collection, evaluations, rollout gates): an episode whose env worker died (kill -9, a lost machine) is retried on another worker after this long. A live episode keeps its attempt alive through env operations of any length (an OSWorld reset of minutes, a slow VLM call): it heartbeats every step and, between steps, at least every third of this timeout, so a hung env operation is ended by the env's own operation timeouts and the episode's 15-minute start-to-close timeout, not by this one. Temporal caps it at that start-to-close timeout."
+      "Heartbeat timeout of every episode activity (rollouts, demonstrations, pre-collection, evaluations, rollout gates): an episode whose env worker died (kill -9, a lost machine) is retried on another worker after this long. A live episode keeps its attempt alive through long env operations (an OSWorld reset of minutes, a slow VLM call): it heartbeats every step and in between (the server hears from it every 0.8 of this timeout), so a hung env operation is ended by the env's own operation timeouts and the episode's 15-minute start-to-close timeout, not by this one. Temporal caps it at that start-to-close timeout."
     ),
   })
   .describe('The env cluster.');

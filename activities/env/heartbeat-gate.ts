@@ -16,8 +16,10 @@
  * alive and holding its env, finished its reset: measured at 2,048 OSWorld-like envs at real time, the env
  * workers held 98.6 % of their envs while only 80 % of env time went to episodes that were kept. So once
  * the quiet period is over the gate re-sends the latest details whenever nothing was sent for a third of
- * the heartbeat timeout (the SDK's throttle, 0.8 of it, still bounds what reaches the server). The
- * heartbeat timeout then means what it is for: the worker process is gone (kill -9, a lost machine). A
+ * the heartbeat timeout. The SDK sends the first call at once and then the newest one at the end of each
+ * throttle period (0.8 of the timeout), so the server hears from a live attempt every 0.8 timeout. The
+ * heartbeat timeout then means what it is for: the worker process is gone or cut off (kill -9, a lost
+ * machine, a partition; also an event loop stalled for about half the timeout). A
  * hung env operation is bounded by the env's own operation timeouts (envs/remote, envs/osworld) and by
  * the episode's start-to-close timeout.
  */
@@ -33,7 +35,8 @@ export const HEARTBEAT_KEEP_ALIVE_FRACTION = 1 / 3;
 export function heartbeatGate<D>(
   send: (details: D) => void,
   heartbeatTimeoutMs: number | undefined,
-  now: () => number = Date.now
+  // Monotonic: a wall clock stepped back (NTP) would push the next keep-alive past the timeout.
+  now: () => number = () => performance.now()
 ): HeartbeatGate<D> {
   // No heartbeat timeout: nothing to keep alive and nothing to save; every heartbeat goes straight out.
   if (!heartbeatTimeoutMs || heartbeatTimeoutMs <= 0) return { heartbeat: send, dispose: () => undefined };
@@ -51,17 +54,22 @@ export function heartbeatGate<D>(
     send(details);
   };
   // One timer at a time: the end of the quiet period, then the next keep-alive deadline.
+  // Unref'd: a pending keep-alive never holds a worker process open (dispose clears it anyway).
   const arm = (at: number) => {
     timer = setTimeout(onTimer, Math.max(0, at - now()));
+    timer.unref?.();
   };
   const onTimer = () => {
     timer = null;
     if (disposed || !latest) return;
-    if (!open) {
-      open = true;
-      emit(latest.details);
-    } else if (now() - lastSentAt >= keepAliveMs) emit(latest.details);
-    arm(lastSentAt + keepAliveMs);
+    try {
+      if (!open) {
+        open = true;
+        emit(latest.details);
+      } else if (now() - lastSentAt >= keepAliveMs) emit(latest.details);
+    } finally {
+      arm(lastSentAt + keepAliveMs); // a send that threw must not end the keep-alive
+    }
   };
 
   return {

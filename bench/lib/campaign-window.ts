@@ -71,7 +71,7 @@ export async function runCampaignWindow(
   const pids = rolePids(cluster);
   const cpuStart: CpuSample = sampleCpu(pids);
   const envMetrics = cluster.workers.children.filter((c) => c.role === 'env').flatMap((c) => c.metricsUrl ?? []);
-  const busyStart = await envBusySeconds(envMetrics);
+  const busyStart = await envBusySeconds(envMetrics, cluster.namespace);
   const busyStartAt = Date.now();
   const deadline = Date.now() + opts.seconds * 1000;
   // A progress line is not worth failing the run for: under load the orchestrator may not answer a query
@@ -105,9 +105,10 @@ export async function runCampaignWindow(
     log(`  [${id}] only ${stepsInWindow()} of ${minSteps} train steps in the window before the ${maxSeconds} s cap`);
   const end = Date.now();
   const cores = coresBetween(cpuStart, sampleCpu(pids));
-  const busyEnd = await envBusySeconds(envMetrics);
+  const busyEnd = await envBusySeconds(envMetrics, cluster.namespace);
+  // A worker restarted inside the window starts its counter again: then there is no figure, not a wrong one.
   const envBusy =
-    busyStart !== undefined && busyEnd !== undefined
+    busyStart !== undefined && busyEnd !== undefined && busyEnd >= busyStart
       ? { slotSeconds: busyEnd - busyStart, overMs: Date.now() - busyStartAt }
       : undefined;
   await campaign.stop();

@@ -2,11 +2,12 @@
  * The workers `npm start` runs come from the campaign config's env and policy sections (pure mapping, no
  * processes): the quickstart's defaults give the one env worker × 4 browser contexts and one policy server
  * it always ran, every field set in the config reaches the worker options or the environment the role
- * reads, and a VLM campaign is refused with the way to run it.
+ * reads, and a VLM campaign is refused with the way to run it. Also where each child serves its metrics.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { checkEnvWorkerSettings, localWorkersForConfig } from '../../cli/local-workers-config';
+import { childMetricsUrl } from '../../cli/local-workers';
 import { ConfigError, loadCampaignConfig, parseCampaignConfig } from '../../config/load';
 import { QUICKSTART_CONFIG } from '../../scripts/lib/quickstart-campaign';
 
@@ -106,6 +107,33 @@ describe('localWorkersForConfig', () => {
     assert.throws(
       () => localWorkersForConfig(config),
       (e: unknown) => e instanceof ConfigError && /policy\.kind/.test(e.message) && /dartflow workers/.test(e.message)
+    );
+  });
+});
+
+describe('childMetricsUrl', () => {
+  it('derives the URL each role serves its metrics on, as the role itself does (metrics/config.ts)', () => {
+    const base = { DARTFLOW_METRICS_BASE_PORT: '9470' };
+    assert.equal(
+      childMetricsUrl('env', { ...base, DARTFLOW_METRICS_INSTANCE: '1' }),
+      'http://127.0.0.1:9501/metrics' // base + env offset 30 + instance 1
+    );
+    assert.equal(childMetricsUrl('orchestrator', base), 'http://127.0.0.1:9470/metrics');
+    assert.equal(childMetricsUrl('policy', { DARTFLOW_METRICS_PORT: '7000' }), 'http://127.0.0.1:7000/metrics');
+    assert.equal(
+      childMetricsUrl('env', { DARTFLOW_METRICS_PORT: '7001', DARTFLOW_METRICS_HOST: '0.0.0.0' }),
+      'http://127.0.0.1:7001/metrics',
+      'a wildcard bind is read on loopback'
+    );
+    assert.equal(
+      childMetricsUrl('env', { DARTFLOW_METRICS_PORT: '7002', DARTFLOW_METRICS_HOST: '::' }),
+      'http://[::1]:7002/metrics'
+    );
+    assert.equal(childMetricsUrl('env', { DARTFLOW_METRICS_PORT: '0' }), undefined, 'metrics off');
+    assert.equal(
+      childMetricsUrl('env', { DARTFLOW_METRICS_PORT: 'x' }),
+      undefined,
+      'a bad variable: the child says so'
     );
   });
 });

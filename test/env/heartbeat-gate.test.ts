@@ -103,8 +103,12 @@ test('a step after the quiet period sends at once; no heartbeat timeout means no
   assert.deepEqual(late.sent, [7]);
   late.gate.dispose();
   mock.timers.reset();
-  const ungated = setup(undefined);
-  ungated.gate.heartbeat(0);
-  assert.deepEqual(ungated.sent, [0]);
-  ungated.gate.dispose();
+  for (const timeout of [undefined, 0]) {
+    const ungated = setup(timeout);
+    ungated.gate.heartbeat(0);
+    ungated.advance(600_000);
+    assert.deepEqual(ungated.sent, [0], `timeout ${timeout}: passed straight through, no keep-alive`);
+    ungated.gate.dispose();
+    mock.timers.reset();
+  }
 });

@@ -263,3 +263,17 @@ test("the env slot is released before the episode's index entry is stored; a fai
   assert.equal(kept.status, 'ok', 'the committed manifest stands; a retry indexes it');
   await sim.close();
 });
+
+test('an episode waiting for a free env slot has already heartbeated (so the keep-alive covers the wait)', async () => {
+  const sim = new SimulatedEnvPool({ slots: 1, profile: SIM_PROFILES.fast! });
+  const d = deps({}, sim as never);
+  const held = await sim.acquire();
+  const h = hooks();
+  const inp = input({ policy: { kind: 'random' } });
+  const episode = runEpisodeCore(d, inp, h);
+  while (sim.stats().waiting === 0) await new Promise((r) => setTimeout(r, 5));
+  assert.deepEqual(h.beats, [{ trajectoryId: inp.trajectoryId, step: 0 }], 'one heartbeat before the slot');
+  await sim.release(held);
+  assert.equal((await episode).status, 'ok');
+  await sim.close();
+});

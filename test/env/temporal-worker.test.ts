@@ -76,14 +76,14 @@ before(async () => {
     pool: new SimulatedEnvPool({ slots: 1, profile: SIM_PROFILES.fast! }),
     policies: { slow },
   });
-  // Resets take 9 s, longer than the test workflow's 5 s heartbeat timeout (as OSWorld resets outlast a minute).
+  // Resets take 20 s, twice the 10-s heartbeat timeout of the test below (as OSWorld resets outlast a minute).
   slowResetWorker = await createEnvWorker({
     settings,
     store,
     taskQueue: slowResetQueue,
     pool: new SimulatedEnvPool({
       slots: 2,
-      profile: { ...SIM_PROFILES.fast!, name: 'slow-reset', reset: { medianMs: 9_000, sigma: 0 } },
+      profile: { ...SIM_PROFILES.fast!, name: 'slow-reset', reset: { medianMs: 20_000, sigma: 0 } },
     }),
     policies: { slow },
   });
@@ -117,11 +117,11 @@ const input = (over: Partial<RunEpisodeInput> = {}): RunEpisodeInput => ({
   ...over,
 });
 
-const run = (inp: RunEpisodeInput, queue = envQueue) =>
+const run = (inp: RunEpisodeInput, queue = envQueue, heartbeatTimeoutMs?: number) =>
   client.workflow.execute('episodeTestWorkflow', {
     taskQueue: wfQueue,
     workflowId: `env-test-${inp.trajectoryId}`,
-    args: [inp, queue],
+    args: [inp, queue, ...(heartbeatTimeoutMs !== undefined ? [heartbeatTimeoutMs] : [])],
   });
 
 test('runEpisode runs on a real worker and writes the trajectory', async () => {
@@ -189,7 +189,8 @@ test('a reset longer than the heartbeat timeout runs once: the attempt is kept a
   let mostBusy = 0;
   const sampler = setInterval(() => (mostBusy = Math.max(mostBusy, slowResetWorker.pool.stats().busy)), 50);
   try {
-    const res = await run(inp, slowResetQueue);
+    // 10 s: the SDK sends the kept-alive heartbeat every 8 s, 2 s of margin for a loaded dev server.
+    const res = await run(inp, slowResetQueue, 10_000);
     assert.equal(res.status, 'ok');
   } finally {
     clearInterval(sampler);
@@ -198,8 +199,8 @@ test('a reset longer than the heartbeat timeout runs once: the attempt is kept a
   const started = (hist.events ?? []).flatMap((e) =>
     e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes] : []
   );
-  assert.equal(started.length, 1);
-  assert.equal(started[0]!.attempt, 1, 'the first attempt completed (no heartbeat timeout)');
+  // Temporal records ActivityTaskStarted once, for the attempt that closed; its number says whether any timed out.
+  assert.equal(started[0]?.attempt, 1, 'the first attempt completed (no heartbeat timeout)');
   assert.equal(mostBusy, 1, 'one env held: no second attempt ran beside the first');
   const m = await store.getJson(
     `campaigns/temporal-test/trajectories/${inp.trajectoryId}/manifest.json`,
