@@ -39,7 +39,7 @@ export function heartbeatGate<D>(
   now: () => number = () => performance.now()
 ): HeartbeatGate<D> {
   // No heartbeat timeout: nothing to keep alive and nothing to save; every heartbeat goes straight out.
-  if (!heartbeatTimeoutMs || heartbeatTimeoutMs <= 0) return { heartbeat: send, dispose: () => undefined };
+  if (!(heartbeatTimeoutMs && heartbeatTimeoutMs > 0)) return { heartbeat: send, dispose: () => undefined };
   const startedAt = now();
   const quietMs = heartbeatTimeoutMs * HEARTBEAT_QUIET_FRACTION;
   const keepAliveMs = heartbeatTimeoutMs * HEARTBEAT_KEEP_ALIVE_FRACTION;

@@ -21,7 +21,10 @@ export async function envBusySeconds(urls: readonly string[], namespace?: string
     urls.map(async (url) => {
       try {
         const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
-        if (!res.ok) return undefined;
+        if (!res.ok) {
+          await res.body?.cancel(); // release the connection
+          return undefined;
+        }
         const text = await res.text();
         if (namespace !== undefined && !text.includes(`namespace="${namespace}"`)) return undefined;
         return sumOfSamples(text, ENV_BUSY_SECONDS);
