@@ -214,6 +214,13 @@ const BC_START_EVALUATED_PATCH = 'campaign-bc-start-evaluated';
  * behind and continue-as-new waited for all of it (≈ 33 s with no new groups in the 512-env scale bench).
  */
 const COALESCED_DISCARDS_PATCH = 'campaign-coalesced-discard-writes';
+/**
+ * The warm start runs exactly the demonstration groups it asked for. Its lanes test `next < groups` before
+ * waiting out a pause and take a group number after it, so lanes that waited together take numbers past the
+ * last group (always when there are more lanes than groups). Runs recorded before this change ran those as
+ * extra groups on task `i % tasks` (since policy.bcTaskWeights they failed their workflow task instead).
+ */
+const WARM_START_EXACT_GROUPS_PATCH = 'campaign-warm-start-exact-groups';
 const DISCARD_WRITE_BATCH = 256;
 /** A child of an earlier run is described only after it had this long to report by itself. */
 const RECONCILE_AFTER_MS = 60_000;
@@ -941,7 +948,8 @@ export async function campaignWorkflow(input: CampaignInput): Promise<CampaignRe
       while (next < groups && !s.stopRequested) {
         await condition(() => !s.paused || s.stopRequested);
         const i = next++;
-        const task = s.tasks[taskOrder[i]!]!;
+        if (i >= groups && patched(WARM_START_EXACT_GROUPS_PATCH)) break;
+        const task = s.tasks[taskOrder[i] ?? i % s.tasks.length]!;
         const groupId = `${s.campaignId}-demo${String(i).padStart(5, '0')}`;
         const span = task.trainSeeds.to - task.trainSeeds.from - perGroup;
         demos.push(

@@ -280,6 +280,38 @@ test('mode sync (the coupled baseline) runs through the same code: batch, barrie
   for (const e of lineage.ledger) for (const c of e.consumed) if (!c.injectedFromPool) assert.equal(c.staleness, 0);
 });
 
+test(
+  'the warm start runs exactly the demonstration groups asked for, also with more lanes than groups',
+  { timeout: 300_000 },
+  async () => {
+    // 8 demos = 1 group of 8; envConcurrency 24 gives 3 lanes. Lanes that waited together used to take group
+    // numbers past the last one: the workflow task failed (task undefined) and the campaign never trained.
+    const id = `itest-bc-lanes-${uniqueSuffix()}`;
+    const campaign = await client.startCampaign({
+      campaign: { id, suite: 'quickstart', maxTrainSteps: 1 },
+      rollout: { envConcurrency: 24, maxSteps: 4 },
+      policy: { bcWarmStartEpisodes: 8, bcEpochs: 1 },
+      trainer: { learningRate: 3e-3, klBeta: 0, minGroups: 1, maxGroups: 2 },
+      eval: { everyVersions: 1, episodesPerTask: 2, gateEveryVersions: 0 },
+    });
+    const firstRunId = (await campaign.handle.describe()).runId;
+    const result = await campaign.result();
+    assert.ok(result.trainSteps >= 1, `trained ${result.trainSteps} steps`);
+    // The warm start runs in the first run (a later one, after continue-as-new, does not start demos).
+    const firstRun = await client.temporal.workflow.getHandle(campaign.handle.workflowId, firstRunId).fetchHistory();
+    const demoChildren = (firstRun.events ?? []).flatMap((e) => {
+      const childId = e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId;
+      return childId?.includes('-demo') ? [childId] : [];
+    });
+    assert.deepEqual(demoChildren, [`${id}-demo00000`]);
+    const lineage = await readLineage(store, id);
+    assert.deepEqual(lineage.problems, []);
+    // The first ledger entry is the behaviour-cloning step: it consumed the one group's successes.
+    assert.ok(lineage.ledger[0]!.consumed.length >= 1);
+    assert.ok(lineage.ledger[0]!.consumed.every((c) => c.trajectoryId.includes('-demo00000')));
+  }
+);
+
 test("the pool keyed by instruction: an all-failed group gets its own instruction's success, else the task's newest", async () => {
   // enter-text asks for a different word per seed; the oracle solves it, and one random step cannot
   // (typing and pressing Submit take two), so which groups succeed is certain.
