@@ -20,12 +20,19 @@
  * another episode's request. vLLM's prefix, multimodal and encoder caches are emptied before each window
  * (the direct drive replays the loop's very prompts: it would find them cached). The env worker runs at
  * --env-nice (envs and inference share 2 cores here; DART runs them on separate machines). Greedy decoding
- * makes both sides generate the same tokens, so the ratio is the loop's overhead alone.
+ * makes both sides generate the same tokens, so the ratio is the loop's overhead alone. Each window's
+ * steady-state tokens/s (the middle 80 % of its tokens) is reported beside its whole-window rate.
+ *
+ * On this machine the loop's own processes (Chromium, env worker, Temporal, MinIO) share the 2 cores with
+ * vLLM. So, where the machine allows a cgroup CPU quota (root), the three windows run a second time with
+ * vLLM's processes held to --vllm-cores (default 1.5) in every window: vLLM gets the same compute in the
+ * loop and in the direct drive, as on an inference machine of its own, and the env side the rest.
  *
  * Writes vlm.json and vlm-vs-{time,episodes}.png, vlm-systems.png to the bench output directory (docs/bench
  * with --publish).
  * Run: npm run bench -- vlm [--minutes 30] [--size tiny|small|base] [--bc 256] [--bc-epochs 8] [--envs 8] [--seqs 2] [--env-nice 10]
- *      [--eval-episodes 32] [--eval-every 3] [--throughput-episodes 32] [--skip-throughput] [section.field=value ...]
+ *      [--eval-episodes 32] [--eval-every 3] [--throughput-episodes 32] [--skip-throughput] [--vllm-cores 1.5 (0: no capped windows)] [--coload-cores 0]
+ *      [section.field=value ...]
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -37,21 +44,16 @@ import { startLocalWorkers, type LocalWorkers } from '../cli/local-workers';
 import { DartflowClient } from '../client/dartflow-client';
 import { applyOverride, parseCampaignConfig } from '../config/load';
 import { buildTinyModel } from '../infra/vlm-python';
-import { processTree, vlmPython, VLM_VENV } from '../infra/vllm';
+import { vlmPython, VLM_VENV } from '../infra/vllm';
 import { loadInfraSettings } from '../infra/settings';
 import { barChartSvg, writeSvgAsPng } from '../lib/charts';
 import { resolvePolicyToken } from '../rollout/token';
 import type { EvalPoint } from '../schemas/campaign';
 import type { CampaignConfig } from '../schemas/config';
-import { LedgerEntrySchema, StepRecordSchema, TrajectoryManifestSchema } from '../schemas/records';
-import { TASK_QUEUES } from '../schemas/task-queues';
+import { LedgerEntrySchema } from '../schemas/records';
 import { keys } from '../storage/keys';
 import { ObjectStore } from '../storage/object-store';
-import { loadSuite } from '../tasks';
-import { PromptRecordSchema } from '../vlm/prompt-record';
-import type { FrontStats } from '../rollout/vllm/front';
 import { startVllmPolicyServer, type VllmPolicyServerHandle } from '../workers/vllm-policy-server';
-import type { EvaluateInput } from '../workflows/evaluate';
 import {
   bcStartEval,
   breakdownLines,
@@ -60,24 +62,10 @@ import {
   evalPointRecord,
   quickstartBreakdown,
 } from '../scripts/lib/quickstart-campaign';
+import { createCpuCap, type CpuCap } from './lib/cpu-cap';
 import { benchOutDir, shownPath } from './lib/output';
-import { cpuSeconds, serverPids } from './lib/proc-cpu';
-import {
-  compareThroughput,
-  reloadLatencyByServer,
-  reloadSamples,
-  cacheHitRates,
-  runLanes,
-  trainerTiming,
-  vllmCacheCounters,
-  vllmQueueGauges,
-  batchOccupancy,
-  type VllmCacheCounters,
-  type VllmQueueSample,
-  type BatchOccupancy,
-  type RolloutEvent,
-  type ThroughputWindow,
-} from './lib/vlm-metrics';
+import { measureRolloutThroughput, type RolloutThroughput, type ThroughputContext } from './lib/vlm-throughput';
+import { reloadLatencyByServer, reloadSamples, trainerTiming, type RolloutEvent } from './lib/vlm-metrics';
 
 const SERVER_IDS = ['vlm-a', 'vlm-b'];
 const SUITE = 'quickstart'; // click-target + click-colour
@@ -97,6 +85,10 @@ interface VlmBenchOptions {
   skipThroughput: boolean;
   maxTokens: number;
   maxPixels: number;
+  /** CPU cap (cores) for vLLM's processes in the second set of throughput windows; 0 = no second set. */
+  vllmCores: number;
+  /** Diagnostic: cores of memory-streaming co-load beside vLLM in a fourth, capped direct window (0 = none). */
+  coloadCores: number;
   overrides: string[];
 }
 
@@ -118,6 +110,8 @@ function parseOptions(args: string[]): VlmBenchOptions {
       'skip-throughput': { type: 'boolean', default: false },
       'max-tokens': { type: 'string', default: '32' },
       'max-pixels': { type: 'string', default: String(36 * 28 * 28) },
+      'vllm-cores': { type: 'string', default: '1.5' },
+      'coload-cores': { type: 'string', default: '0' },
     },
   });
   const num = (name: string, v: string | undefined, min: number): number => {
@@ -142,6 +136,8 @@ function parseOptions(args: string[]): VlmBenchOptions {
     skipThroughput: values['skip-throughput'] ?? false,
     maxTokens: num('max-tokens', values['max-tokens'], 8),
     maxPixels: num('max-pixels', values['max-pixels'], 4 * 28 * 28),
+    vllmCores: num('vllm-cores', values['vllm-cores'], 0),
+    coloadCores: num('coload-cores', values['coload-cores'], 0),
     overrides: positionals,
   };
 }
@@ -229,245 +225,6 @@ async function reloadEvents(client: DartflowClient, campaignId: string): Promise
     out.push(events);
   }
   return out;
-}
-
-interface RecordedTurn {
-  messages: unknown[];
-  tokens: number;
-  /** The policy server (vLLM front) that answered, as the step record names it. */
-  server: string | undefined;
-  /** The step's start and end (wall clock, ms): the loop's first request and last answer bound its busy span. */
-  startedAt: number;
-  endedAt: number;
-}
-
-/** Where the episode loop's time went (env activity timing, summed over its episodes), seconds. */
-interface LoopBreakdown {
-  episodes: number;
-  /** Slot leased → trajectory writes started. */
-  episodeSeconds: number;
-  /** Policy: act() calls (the vLLM request through the front, prompt building, parsing). */
-  policySeconds: number;
-  /** Env: reset, steps (click + settle), screenshots, evaluation in Chromium. */
-  envSeconds: number;
-  /** The rest of an episode: screenshot uploads waited for, bookkeeping. */
-  otherSeconds: number;
-}
-
-/** How the windows fed vLLM: requests per server in the loop, batch occupancy per server, the loop's busy span. */
-interface LoopFeeding {
-  loopRequestsByServer: Record<string, number>;
-  /** Per server (in SERVER_IDS order): vLLM's running/waiting gauges sampled every 250 ms. */
-  loopOccupancy: Array<BatchOccupancy | null>;
-  /** The direct drive with one client per batch slot, then one per env slot. */
-  directOccupancy: Array<BatchOccupancy | null>;
-  directAtEnvSlotsOccupancy: Array<BatchOccupancy | null>;
-  /** The loop's first step start → last step end, and tokens/s in it (the workflow's start-up and tail left out). */
-  loopBusySeconds: number;
-  loopBusyTokensPerSecond: number;
-  /** Mean seconds per loop request: in act() on the env side, in the front, and in vLLM (the front's forward). */
-  loopSecondsPerRequest: { act: number | null; front: number | null; vllm: number | null };
-}
-
-function loopFeeding(
-  turns: readonly RecordedTurn[],
-  loop: LoopBreakdown,
-  /** The fronts' stats over the loop window, summed over servers. */
-  fronts: FrontStats,
-  occupancy: Pick<LoopFeeding, 'loopOccupancy' | 'directOccupancy' | 'directAtEnvSlotsOccupancy'>
-): LoopFeeding {
-  const byServer: Record<string, number> = {};
-  for (const t of turns) {
-    const server = t.server ?? '(unrecorded)';
-    byServer[server] = (byServer[server] ?? 0) + 1;
-  }
-  const busy =
-    turns.length > 0
-      ? (Math.max(...turns.map((t) => t.endedAt)) - Math.min(...turns.map((t) => t.startedAt))) / 1000
-      : 0;
-  const tokens = turns.reduce((a, t) => a + t.tokens, 0);
-  const perRequest = (seconds: number, requests: number) =>
-    requests > 0 ? Number((seconds / requests).toFixed(3)) : null;
-  return {
-    loopRequestsByServer: byServer,
-    ...occupancy,
-    loopBusySeconds: Number(busy.toFixed(1)),
-    loopBusyTokensPerSecond: busy > 0 ? Number((tokens / busy).toFixed(1)) : 0,
-    loopSecondsPerRequest: {
-      act: perRequest(loop.policySeconds, turns.length),
-      front: perRequest(fronts.frontMs / 1000, fronts.answered),
-      vllm: perRequest(fronts.upstreamMs / 1000, fronts.answered),
-    },
-  };
-}
-
-/** The chat turns an episode loop sent (prompt records from MinIO), how many tokens each answer had, and its timing. */
-async function recordedTurns(
-  store: ObjectStore,
-  campaignId: string
-): Promise<{ turns: RecordedTurn[]; breakdown: LoopBreakdown }> {
-  const manifests = (await store.list(`campaigns/${campaignId}/trajectories/`)).filter((k) =>
-    k.endsWith('manifest.json')
-  );
-  const turns: RecordedTurn[] = [];
-  const b: LoopBreakdown = { episodes: 0, episodeSeconds: 0, policySeconds: 0, envSeconds: 0, otherSeconds: 0 };
-  for (const key of manifests) {
-    const m = await store.getJson(key, TrajectoryManifestSchema);
-    if (m.timing) {
-      const wall = (m.timing.writeStartedAt - m.timing.acquiredAt) / 1000;
-      b.episodes++;
-      b.episodeSeconds += wall;
-      b.policySeconds += m.timing.actMs / 1000;
-      b.envSeconds += m.timing.envMs / 1000;
-      b.otherSeconds += Math.max(0, wall - (m.timing.actMs + m.timing.envMs) / 1000);
-    }
-    for (const s of await store.getJsonLines(m.stepsKey, StepRecordSchema, m.stepsSha256)) {
-      if (!s.promptKey || !s.responseTokenIds) continue;
-      const prompt = PromptRecordSchema.parse(JSON.parse((await store.getBytes(s.promptKey)).toString('utf8')));
-      turns.push({
-        messages: prompt.messages,
-        tokens: s.responseTokenIds.length,
-        server: s.policyServer,
-        startedAt: s.startedAt,
-        endedAt: s.endedAt,
-      });
-    }
-  }
-  return { turns, breakdown: b };
-}
-
-/**
- * CPU seconds so far: the whole machine (busy time from /proc/stat) and the vLLM servers' process trees.
- * On a 2-core machine the episode loop's own processes (Chromium, env worker, Temporal, MinIO) take CPU
- * from vLLM; the difference between the windows says how much.
- */
-/**
- * Where the machine's CPU went, by process group: `roots` name process trees (a child and everything it
- * started: the env worker with its Chromium), `single` name one process each (this bench process, which
- * hosts the vLLM fronts and the direct drive's client).
- */
-interface CpuGroups {
-  vllmRoots: number[];
-  roots: Record<string, number>;
-  single: Record<string, number | undefined>;
-}
-
-interface CpuReading {
-  machine: number;
-  vllm: number;
-  groups: Record<string, number>;
-}
-
-function cpuNow(g: CpuGroups): CpuReading {
-  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const idle = (f[3] ?? 0) + (f[4] ?? 0);
-  const machine = (f.reduce((a, v) => a + v, 0) - idle) / 100; // USER_HZ
-  const treeSeconds = (roots: number[]) =>
-    roots.flatMap((r) => processTree(r)).reduce((a, pid) => a + (cpuSeconds(pid) ?? 0), 0);
-  const groups: Record<string, number> = {};
-  for (const [name, root] of Object.entries(g.roots)) groups[name] = treeSeconds([root]);
-  for (const [name, pid] of Object.entries(g.single)) groups[name] = pid === undefined ? 0 : (cpuSeconds(pid) ?? 0);
-  return { machine, vllm: treeSeconds(g.vllmRoots), groups };
-}
-
-/**
- * Cores busy in a window: the vLLM servers, everything else on the machine, and that "else" split by named
- * group (`rest`: processes of no group — the kernel, other work on the machine).
- */
-function coresIn(a: CpuReading, b: CpuReading, seconds: number) {
-  const c = (x: number) => Number((x / seconds).toFixed(2));
-  const other = b.machine - a.machine - (b.vllm - a.vllm);
-  const otherBy: Record<string, number> = {};
-  let named = 0;
-  for (const [name, s] of Object.entries(b.groups)) {
-    const d = Math.max(0, s - (a.groups[name] ?? s));
-    named += d;
-    otherBy[name] = c(d);
-  }
-  otherBy.rest = c(Math.max(0, other - named));
-  return { vllmCores: c(b.vllm - a.vllm), otherCores: c(other), otherBy };
-}
-
-/**
- * Empties vLLM's caches (KV prefix cache, multimodal processor and encoder caches; dev-mode endpoints)
- * so each throughput window starts cold. Without it the direct drive, which replays the very prompts the
- * loop sent, finds their images processed and their prefixes cached, and compares a warm server with a
- * cold one.
- */
-async function resetVllmCaches(baseUrl: string): Promise<void> {
-  for (const route of ['reset_prefix_cache', 'reset_mm_cache', 'reset_encoder_cache']) {
-    const res = await fetch(`${baseUrl}/${route}`, { method: 'POST' });
-    if (!res.ok) throw new Error(`POST ${baseUrl}/${route}: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
-  }
-}
-
-async function cacheCountersOf(baseUrls: string[]): Promise<VllmCacheCounters> {
-  const texts = await Promise.all(
-    baseUrls.map(async (u) => {
-      const res = await fetch(`${u}/metrics`);
-      if (!res.ok) throw new Error(`GET ${u}/metrics: HTTP ${res.status}`);
-      return res.text();
-    })
-  );
-  return vllmCacheCounters(texts);
-}
-
-/**
- * Samples each vLLM server's running/waiting gauges every `everyMs` until stopped: how full each engine's
- * batch was in a throughput window (the loop may leave batch slots empty while its episodes step their envs).
- * A tick is skipped while the previous scrape is pending (a busy API server answers late), so samples come
- * every 250–350 ms in practice.
- */
-function sampleQueues(baseUrls: string[], everyMs = 250): { stop(): VllmQueueSample[][] } {
-  const samples: VllmQueueSample[][] = baseUrls.map(() => []);
-  let busy = false;
-  const timer = setInterval(() => {
-    if (busy) return;
-    busy = true;
-    void Promise.all(
-      baseUrls.map(async (u, i) => {
-        const res = await fetch(`${u}/metrics`, { signal: AbortSignal.timeout(2000) });
-        const g = res.ok ? vllmQueueGauges(await res.text()) : null;
-        if (g) samples[i]!.push(g);
-      })
-    )
-      .catch(() => undefined)
-      .finally(() => (busy = false));
-  }, everyMs);
-  timer.unref(); // a window that throws must not leave the bench process waiting on this timer
-  return {
-    stop() {
-      clearInterval(timer);
-      return samples;
-    },
-  };
-}
-
-/** One direct request, as dartflow's front sends it to vLLM (greedy, logprobs as token ids). */
-async function directChat(
-  baseUrl: string,
-  model: string,
-  messages: unknown[],
-  o: { maxTokens: number; logitBias: Record<string, number> }
-): Promise<number> {
-  const res = await fetch(`${baseUrl}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      model,
-      messages,
-      temperature: 0,
-      max_tokens: o.maxTokens,
-      logprobs: true,
-      top_logprobs: 2,
-      logit_bias: o.logitBias,
-      return_tokens_as_token_ids: true,
-    }),
-  });
-  const body = (await res.json()) as { usage?: { completion_tokens?: number } };
-  if (!res.ok || typeof body.usage?.completion_tokens !== 'number')
-    throw new Error(`direct vLLM request to ${baseUrl}: HTTP ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
-  return body.usage.completion_tokens;
 }
 
 export async function benchVlm(args: string[]): Promise<void> {
@@ -570,133 +327,45 @@ export async function benchVlm(args: string[]): Promise<void> {
     log(`reloads: ${JSON.stringify(reloadByServer)}`);
 
     // --- rollout tokens/s: dartflow's episode loop, then the same servers directly ---
-    let throughput: ReturnType<typeof compareThroughput> | null = null;
-    let loopBreakdown: LoopBreakdown | null = null;
-    let feeding: LoopFeeding | null = null;
-    let directByConcurrency: Array<{ concurrency: number; tokensPerSecond: number; seconds: number; ratio: number }> =
-      [];
-    let cores: Record<string, ReturnType<typeof coresIn>> | null = null;
+    // Twice when the machine allows a CPU cap: with every process sharing the cores (as they run here), then
+    // with vLLM held to --vllm-cores in all three windows, as on an inference machine of its own.
+    let colocated: RolloutThroughput | null = null;
+    let capped: RolloutThroughput | null = null;
+    let capSkipped: string | null = null;
     if (!o.skipThroughput) {
-      const tputId = `${campaignId}-throughput`;
-      const suite = loadSuite(SUITE);
-      const input: EvaluateInput = {
-        campaignId: tputId,
-        version: result.policyVersion,
-        tasks: suite.taskSpecs.map((t) => ({ ...t })),
-        episodesPerTask: o.throughputEpisodes,
-        sampledEpisodesPerTask: 0,
-        endpoints: servers.map((s) => s.url),
-        policyKind: 'uitars',
-        policyOptions: { model: 'dartflow', ...(config.policy.options ?? {}) },
-        atEpisodes: 0,
-        startedAtMs: Date.now(),
-        record: false,
+      const ctx: ThroughputContext = {
+        client,
+        store,
+        servers,
+        workers,
+        suite: SUITE,
+        policyVersion: result.policyVersion,
+        policyOptions: config.policy.options,
+        throughputEpisodes: o.throughputEpisodes,
+        envs: o.envs,
+        seqs: o.seqs,
+        maxTokens: o.maxTokens,
+        logitBias,
+        log,
       };
-      const cpuGroups: CpuGroups = {
-        vllmRoots: servers.flatMap((sv) => (sv.vllm ? [sv.vllm.pid] : [])),
-        // Each worker role with what it started (the env worker's Chromium, the trainer's ranks).
-        roots: Object.fromEntries(
-          (workers?.children ?? []).flatMap((ch) => (ch.process.pid ? [[ch.name, ch.process.pid]] : []))
-        ),
-        single: { 'bench (vLLM fronts, direct client)': process.pid, ...serverPids() },
-      };
-      const vllmUrls = servers.map((sv) => sv.control.baseUrl);
-      await Promise.all(vllmUrls.map(resetVllmCaches));
-      const loopCache = await cacheCountersOf(vllmUrls);
-      const loopCpu = cpuNow(cpuGroups);
-      const loopQueues = sampleQueues(vllmUrls);
-      const frontsBefore = servers.map((sv) => sv.front.stats());
-      const loopStart = Date.now();
-      await client.temporal.workflow.execute('evaluateWorkflow', {
-        taskQueue: TASK_QUEUES.orchestrator,
-        workflowId: tputId,
-        args: [input],
-      });
-      const loopSeconds = (Date.now() - loopStart) / 1000;
-      const loopOccupancy = loopQueues.stop().map((q) => batchOccupancy(q, o.seqs));
-      const frontsAfter = servers.map((sv) => sv.front.stats());
-      const loopCores = coresIn(loopCpu, cpuNow(cpuGroups), loopSeconds);
-      const loopCacheRates = cacheHitRates(loopCache, await cacheCountersOf(vllmUrls));
-      const { turns, breakdown: loop } = await recordedTurns(store, `${tputId}.eval`);
-      loopBreakdown = loop;
-      const dartflow: ThroughputWindow = {
-        tokens: turns.reduce((a, t) => a + t.tokens, 0),
-        requests: turns.length,
-        seconds: loopSeconds,
-        concurrency: o.seqs * servers.length,
-        envSlots: o.envs,
-        ...loopCacheRates,
-      };
-      // The same prompts straight to vLLM, twice: one client loop per vLLM batch slot (every server always
-      // has exactly --seqs requests to batch), then as many loops as the episode loop had env slots (its
-      // concurrency). The headline ratio is against the faster of the two.
-      const driveDirect = async (lanesPerServer: number) => {
-        await Promise.all(vllmUrls.map(resetVllmCaches));
-        const cacheBefore = await cacheCountersOf(vllmUrls);
-        const cpuBefore = cpuNow(cpuGroups);
-        const queues = sampleQueues(vllmUrls);
-        const startedAt = Date.now();
-        const lanes = servers.flatMap((sv) =>
-          Array.from(
-            { length: lanesPerServer },
-            () => (t: (typeof turns)[number]) =>
-              directChat(sv.control.baseUrl, 'dartflow', t.messages, { maxTokens: o.maxTokens, logitBias })
-          )
-        );
-        const tokens = await runLanes(turns, lanes);
-        const seconds = (Date.now() - startedAt) / 1000;
-        const occupancy = queues.stop().map((q) => batchOccupancy(q, o.seqs));
-        const window: ThroughputWindow = {
-          tokens: tokens.reduce((a, n) => a + n, 0),
-          requests: tokens.length,
-          seconds,
-          concurrency: lanes.length,
-          ...cacheHitRates(cacheBefore, await cacheCountersOf(vllmUrls)),
-        };
-        return { window, occupancy, cores: coresIn(cpuBefore, cpuNow(cpuGroups), seconds) };
-      };
-      const atBatchSlots = await driveDirect(o.seqs);
-      const atEnvSlots = await driveDirect(Math.max(o.seqs, Math.ceil(o.envs / servers.length)));
-      const comparisons = [atBatchSlots, atEnvSlots].map((d) => compareThroughput(dartflow, d.window));
-      const best = comparisons[0]!.direct.tokensPerSecond >= comparisons[1]!.direct.tokensPerSecond ? 0 : 1;
-      throughput = comparisons[best]!;
-      directByConcurrency = comparisons.map((c) => ({
-        concurrency: c.direct.concurrency,
-        tokensPerSecond: Number(c.direct.tokensPerSecond.toFixed(1)),
-        seconds: Number(c.direct.seconds.toFixed(1)),
-        ratio: Number(c.ratio.toFixed(3)),
-      }));
-      const direct = throughput.direct;
-      cores = {
-        dartflowLoop: loopCores,
-        direct: [atBatchSlots, atEnvSlots][best]!.cores,
-        directAtBatchSlots: atBatchSlots.cores,
-        directAtEnvSlots: atEnvSlots.cores,
-      };
-      log(`cores busy: ${JSON.stringify(cores)}`);
-      log(
-        `vLLM cache hit rates (caches emptied before each window): loop ${JSON.stringify(loopCacheRates)}, direct ${JSON.stringify([atBatchSlots, atEnvSlots].map((d) => ({ prefixHitRate: d.window.prefixHitRate, mmHitRate: d.window.mmHitRate })))}`
-      );
-      log(
-        `direct drive by concurrency: ${directByConcurrency.map((d) => `${d.concurrency} clients ${d.tokensPerSecond} tokens/s (loop ${d.ratio.toFixed(2)}×)`).join(', ')}`
-      );
-      log(
-        `rollout tokens/s: dartflow loop ${throughput.dartflow.tokensPerSecond.toFixed(1)} (${dartflow.tokens} tokens, ${dartflow.requests} requests, ${dartflow.seconds.toFixed(1)} s), direct ${direct.tokensPerSecond.toFixed(1)} (${direct.tokens} tokens, ${direct.seconds.toFixed(1)} s, ${direct.concurrency} clients, the faster drive): ${throughput.ratio.toFixed(2)}×`
-      );
-      log(`episode loop time (Σ over ${loop.episodes} episodes): ${JSON.stringify(loop)}`);
-      // The fronts' answered requests and their time in the front and in vLLM over the loop window.
-      const fronts: FrontStats = { answered: 0, frontMs: 0, upstreamMs: 0 };
-      frontsAfter.forEach((f, i) => {
-        fronts.answered += f.answered - frontsBefore[i]!.answered;
-        fronts.frontMs += f.frontMs - frontsBefore[i]!.frontMs;
-        fronts.upstreamMs += f.upstreamMs - frontsBefore[i]!.upstreamMs;
-      });
-      feeding = loopFeeding(turns, loop, fronts, {
-        loopOccupancy,
-        directOccupancy: atBatchSlots.occupancy,
-        directAtEnvSlotsOccupancy: atEnvSlots.occupancy,
-      });
-      log(`how vLLM was fed: ${JSON.stringify(feeding)}`);
+      colocated = await measureRolloutThroughput(ctx, `${campaignId}-throughput`);
+      if (o.vllmCores > 0) {
+        let cap: CpuCap | null = null;
+        try {
+          cap = createCpuCap(`dartflow-bench-vllm-${process.pid}`, o.vllmCores);
+        } catch (err) {
+          capSkipped = (err as Error).message;
+          log(`windows with vLLM held to ${o.vllmCores} cores skipped: ${capSkipped}`);
+        }
+        if (cap) {
+          log(`the three windows again with vLLM held to ${o.vllmCores} cores (${cap.path})`);
+          capped = await measureRolloutThroughput(
+            { ...ctx, coloadCores: o.coloadCores },
+            `${campaignId}-throughput-capped`,
+            cap
+          );
+        }
+      }
     }
 
     // --- results ---
@@ -743,11 +412,11 @@ export async function benchVlm(args: string[]): Promise<void> {
         })),
       reloadLatencyMs: reloadByServer,
       reloads,
-      throughput,
-      directByConcurrency,
-      loopBreakdown,
-      feeding,
-      cores,
+      // Every process on the shared cores: the loop against the faster direct drive (whole windows and
+      // steady state), the direct drives, where the loop's time went, how vLLM was fed, cores by process.
+      ...(colocated ?? { throughput: null }),
+      // The same three windows with vLLM held to --vllm-cores in each (null: not measured; skipped: why).
+      vllmCapped: capped ?? (capSkipped ? { skipped: capSkipped } : null),
     };
     fs.writeFileSync(path.join(dir, 'vlm.json'), JSON.stringify(out, null, 2));
     const title = `VLM campaign (${o.size} Qwen2-VL, ${built.parameters.toLocaleString('en')} params; BC on ${o.bc} demos, then RL) — held-out success`;
@@ -764,12 +433,17 @@ export async function benchVlm(args: string[]): Promise<void> {
         value: r.loadMs.p50 / 1000,
       })),
       ...(trainer.rlStepSeconds ? [{ label: 'RL train step p50 (s)', value: trainer.rlStepSeconds.p50 }] : []),
-      ...(throughput
-        ? [
-            { label: 'tokens/s ÷ 10, dartflow loop', value: throughput.dartflow.tokensPerSecond / 10 },
-            { label: 'tokens/s ÷ 10, vLLM direct', value: throughput.direct.tokensPerSecond / 10 },
-          ]
-        : []),
+      ...[
+        { run: colocated, label: 'shared cores' },
+        { run: capped, label: `vLLM at ${o.vllmCores} cores` },
+      ].flatMap(({ run, label }) =>
+        run
+          ? [
+              { label: `steady tokens/s ÷ 10, loop (${label})`, value: run.steady.loop / 10 },
+              { label: `steady tokens/s ÷ 10, direct (${label})`, value: run.steady.direct / 10 },
+            ]
+          : []
+      ),
     ];
     if (bars.length)
       await writeSvgAsPng(

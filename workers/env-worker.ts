@@ -24,6 +24,18 @@ import { ObjectStore } from '../storage/object-store';
 
 export const ENV_TASK_QUEUE = TASK_QUEUES.env;
 
+/**
+ * Episodes the worker runs at once: one per env slot, plus a few that wait for an env. An episode hands
+ * its env back before its records go up (steps, manifest, index entry: a few hundred ms, up to 2 s of
+ * index linger) and Temporal needs a round trip to bring the next episode; with exactly one activity per
+ * slot the env sat idle meanwhile (19 % of env-slot time in the VLM bench, episodes of ≈ 4 s). A quarter of
+ * the slots more covers that tail; at most 16 more, because waiting episodes heartbeat and a large pool of
+ * minutes-long episodes has only a handful writing at any moment.
+ */
+export function activitySlotsFor(envSlots: number): number {
+  return envSlots + Math.min(16, Math.ceil(envSlots / 4));
+}
+
 export interface EnvWorkerOptions {
   settings?: InfraSettings;
   taskQueue?: string;
@@ -66,7 +78,7 @@ export async function createEnvWorker(opts: EnvWorkerOptions = {}): Promise<EnvW
       store,
       policies: envMetrics ? envMetrics.wrapPolicies(policies) : policies,
     }),
-    maxConcurrentActivityTaskExecutions: pool.slots,
+    maxConcurrentActivityTaskExecutions: activitySlotsFor(pool.slots),
     // The SDK's default is at most 10 open polls: with hundreds of slots a poll round trip on a busy machine
     // capped how fast freed slots got their next episode (slots sat idle beside a backlog; docs/benchmarks.md,
     // "Scale"). Autoscaling polls follow the server's backlog hints, up to one poll per free slot.

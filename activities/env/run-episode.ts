@@ -1,7 +1,7 @@
 /**
  * The runEpisode activity (task queue `env`): acquire an env slot → reset → loop {observe → act →
- * execute} until done or maxSteps → evaluate → write screenshots, steps.jsonl and manifest.json →
- * release the slot, in every case (also on failure and cancellation) → wait until the viewer's index
+ * execute} until done or maxSteps → evaluate → release the slot (in every case: also on failure and
+ * cancellation) → write screenshots, steps.jsonl and manifest.json → wait until the viewer's index
  * entry is stored (its write may linger a little to share a delta with other episodes').
  *
  * Built by a factory over injected dependencies (pool, store, policy factories) so tests and the
@@ -158,6 +158,18 @@ export async function runEpisodeCore(
   let policy: EpisodePolicy | undefined;
   let broken = false;
   let result: RunEpisodeResult;
+  const envKind = env.kind;
+  let released = false;
+  /**
+   * Hands the env back (once). Called as soon as the episode is done with it, before its records go up: on
+   * a worker with more activity slots than envs the next episode takes the env while this one writes.
+   */
+  const releaseEnv = async () => {
+    if (released) return;
+    released = true;
+    await policy?.close?.().catch(() => undefined);
+    await deps.pool.release(env, { broken });
+  };
 
   const writeTrajectory = async (status: TrajectoryManifest['status'], reward: number | null, error?: string) => {
     clock.writeStarted();
@@ -188,7 +200,7 @@ export async function runEpisodeCore(
       stepsKey,
       stepsSha256,
       source: input.source,
-      envKind: env.kind,
+      envKind,
       createdAt: now(),
       ...(error ? { error: error.slice(0, 2000) } : {}),
       timing,
@@ -293,6 +305,7 @@ export async function runEpisodeCore(
       obs = await clock.env(() => env.observe());
     }
     const ev = await clock.env(() => env.evaluate());
+    await releaseEnv();
     const manifest = await writeTrajectory('ok', ev.reward);
     succeeded = true;
     result = {
@@ -305,7 +318,7 @@ export async function runEpisodeCore(
       numSteps: manifest.numSteps,
       minPolicyVersion: manifest.minPolicyVersion,
       maxPolicyVersion: manifest.maxPolicyVersion,
-      envKind: env.kind,
+      envKind,
       ...(manifest.instruction ? { instructionKey: instructionKeyOf(manifest.instruction) } : {}),
     };
   } catch (err) {
@@ -317,14 +330,14 @@ export async function runEpisodeCore(
       err instanceof TaskConfigError ||
       err instanceof PolicyConfigError
     );
+    await releaseEnv();
     // Best effort: a record of the failed attempt (reward null) helps debugging; a retry overwrites it.
     await writeTrajectory(failureStatus(err), null, err instanceof Error ? err.message : String(err)).catch(
       () => undefined
     );
     throw toActivityFailure(err);
   } finally {
-    await policy?.close?.().catch(() => undefined);
-    await deps.pool.release(env, { broken });
+    await releaseEnv();
     // A failure record's index entry is best effort, like the record itself.
     if (!succeeded) await indexed?.catch(() => undefined);
   }

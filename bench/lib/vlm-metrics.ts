@@ -161,6 +161,34 @@ export function compareThroughput(dartflow: ThroughputWindow, direct: Throughput
   };
 }
 
+/** One answered request: when its answer arrived (ms) and how many tokens it generated. */
+export interface TokenCompletion {
+  at: number;
+  tokens: number;
+}
+
+/**
+ * Tokens/s in a window's steady state: the tokens answered after the moment `lo` of the window's tokens had
+ * been answered, up to the moment `hi` had, over that time. Ramp-up (the first requests still on their way)
+ * and drain (the last ones with the batch emptying) are left out alike on every side measured this way.
+ * 0 when the window is too short to have such a span.
+ */
+export function steadyTokensPerSecond(completions: readonly TokenCompletion[], lo = 0.1, hi = 0.9): number {
+  const sorted = [...completions].sort((a, b) => a.at - b.at);
+  const total = sorted.reduce((a, c) => a + c.tokens, 0);
+  let cumulative = 0;
+  let from: { at: number; cumulative: number } | undefined;
+  for (const c of sorted) {
+    cumulative += c.tokens;
+    if (!from && cumulative >= lo * total) from = { at: c.at, cumulative };
+    else if (from && cumulative >= hi * total) {
+      const seconds = (c.at - from.at) / 1000;
+      return seconds > 0 ? (cumulative - from.cumulative) / seconds : 0;
+    }
+  }
+  return 0;
+}
+
 /**
  * Runs `jobs` with at most `concurrency` at once, in order (the direct drive's client loops). Resolves
  * with each job's result in input order.

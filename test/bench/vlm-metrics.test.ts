@@ -11,11 +11,26 @@ import {
   vllmQueueGauges,
   batchOccupancy,
   runPool,
+  steadyTokensPerSecond,
   trainerTiming,
   type RolloutEvent,
 } from '../../bench/lib/vlm-metrics';
 
 describe('VLM bench summaries (bench/lib/vlm-metrics.ts)', () => {
+  it('steady-state tokens/s leaves out ramp-up and drain: the middle 80 % of tokens over its span', () => {
+    // 10 answers of 10 tokens, one per second from t = 1 s, then a drain: the last answer 20 s later.
+    const steady = Array.from({ length: 10 }, (_, i) => ({ at: (i + 1) * 1000, tokens: 10 }));
+    const drained = [...steady.slice(0, 9), { at: 29_000, tokens: 10 }];
+    // 10 % of 100 tokens is reached at t = 1 s, 90 % at t = 9 s: 80 tokens in 8 s.
+    assert.equal(steadyTokensPerSecond(steady), 10);
+    // The drain moves the whole-window rate (100 tokens / 29 s) but not the steady one.
+    assert.equal(steadyTokensPerSecond(drained), 10);
+    // Order of arrival in the input does not matter; a window with one answer has no span.
+    assert.equal(steadyTokensPerSecond([...steady].reverse()), 10);
+    assert.equal(steadyTokensPerSecond([{ at: 5, tokens: 32 }]), 0);
+    assert.equal(steadyTokensPerSecond([]), 0);
+  });
+
   it('reads completed reloadPolicy activities only, with the server, the load time and the dispatch time', () => {
     const events: RolloutEvent[] = [
       { kind: 'scheduled', eventId: '5', at: 1000, taskQueue: 'policy-vlm-a', activity: 'reloadPolicy' },

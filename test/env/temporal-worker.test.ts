@@ -1,7 +1,8 @@
 /**
  * runEpisode through a real Temporal worker on the local dev server (unique task queue per run):
  * success, retry on a fresh env after a crash, non-retryable bad task, cancellation that frees the slot,
- * and a reset longer than the heartbeat timeout that runs once (kept alive, not retried on a second env).
+ * a reset longer than the heartbeat timeout that runs once (kept alive, not retried on a second env), and
+ * an episode that hands its env to the next one before writing its records.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,8 +21,9 @@ import { connectClient, connectWorker } from '../../infra/temporal-connection';
 import { TrajectoryManifestSchema } from '../../schemas/records';
 import type { ObjectStore } from '../../storage/object-store';
 import { loadTask } from '../../tasks';
-import { createEnvWorker, type EnvWorkerHandle } from '../../workers/env-worker';
+import { activitySlotsFor, createEnvWorker, type EnvWorkerHandle } from '../../workers/env-worker';
 import { throwawayStore } from './helpers';
+import { waitFor } from '../helpers/wait';
 
 const settings = loadInfraSettings();
 const suffix = Math.random().toString(36).slice(2, 10);
@@ -29,6 +31,9 @@ const envQueue = `env-test-${suffix}`;
 const simQueue = `env-test-sim-${suffix}`;
 const wfQueue = `env-test-wf-${suffix}`;
 const slowResetQueue = `env-test-slow-reset-${suffix}`;
+const slowWriteQueue = `env-test-slow-write-${suffix}`;
+/** How long the slow-write worker's store takes to store an episode's steps.jsonl. */
+const STEPS_WRITE_DELAY_MS = 1_500;
 
 let store: ObjectStore;
 let drop: () => Promise<void>;
@@ -36,6 +41,7 @@ let client: Client;
 let envWorker: EnvWorkerHandle;
 let simWorker: EnvWorkerHandle;
 let slowResetWorker: EnvWorkerHandle;
+let slowWriteWorker: EnvWorkerHandle;
 let wfWorker: Worker;
 const running: Promise<void>[] = [];
 let crashesLeft = 1;
@@ -87,13 +93,33 @@ before(async () => {
     }),
     policies: { slow },
   });
+  // One env; the store takes 1.5 s to store an episode's steps (a busy MinIO): the episode writing its records
+  // must not keep the next one from its env.
+  const slowWrites = new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'putBytes')
+        return async (key: string, data: Uint8Array, contentType?: string) => {
+          if (key.endsWith('steps.jsonl')) await new Promise((r) => setTimeout(r, STEPS_WRITE_DELAY_MS));
+          return target.putBytes(key, data, contentType);
+        };
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  slowWriteWorker = await createEnvWorker({
+    settings,
+    store: slowWrites,
+    taskQueue: slowWriteQueue,
+    pool: new SimulatedEnvPool({ slots: 1, profile: SIM_PROFILES.fast! }),
+    policies: { slow },
+  });
   wfWorker = await Worker.create({
     connection: await connectWorker(settings),
     namespace: settings.temporal.namespace,
     taskQueue: wfQueue,
     workflowsPath: path.join(__dirname, 'fixtures', 'episode-workflow.ts'),
   });
-  running.push(envWorker.run(), simWorker.run(), slowResetWorker.run(), wfWorker.run());
+  running.push(envWorker.run(), simWorker.run(), slowResetWorker.run(), slowWriteWorker.run(), wfWorker.run());
   client = await connectClient(settings);
 });
 
@@ -101,6 +127,7 @@ after(async () => {
   envWorker.shutdown();
   simWorker.shutdown();
   slowResetWorker.shutdown();
+  slowWriteWorker.shutdown();
   wfWorker.shutdown();
   await Promise.all(running);
   await client.connection.close();
@@ -176,9 +203,12 @@ test('cancelling the workflow cancels the episode and frees the slot', async () 
   );
   for (let i = 0; i < 400 && simWorker.pool.stats().busy > 0; i++) await new Promise((r) => setTimeout(r, 25));
   assert.equal(simWorker.pool.stats().busy, 0, 'the slot was released');
-  const m = await store.getJson(
-    `campaigns/temporal-test/trajectories/${inp.trajectoryId}/manifest.json`,
-    TrajectoryManifestSchema
+  // The env goes back before the failure record is written: the record follows.
+  const m = await waitFor(
+    "the cancelled attempt's record",
+    () =>
+      store.getJson(`campaigns/temporal-test/trajectories/${inp.trajectoryId}/manifest.json`, TrajectoryManifestSchema),
+    30_000
   );
   assert.equal(m.status, 'cancelled');
   assert.equal(m.reward, null);
@@ -208,4 +238,27 @@ test('a reset longer than the heartbeat timeout runs once: the attempt is kept a
   );
   assert.equal(m.status, 'ok');
   assert.match(m.stepsKey, /\/steps\.jsonl$/, 'the first attempt wrote the trajectory');
+});
+
+test('an episode hands its env back before writing its records: the next episode starts while it writes', async () => {
+  // Two episodes on one env; the first to get it writes its steps for 1.5 s.
+  const episodes = [input({ policy: { kind: 'slow' }, maxSteps: 3 }), input({ policy: { kind: 'slow' }, maxSteps: 3 })];
+  const results = await Promise.all(episodes.map((e) => run(e, slowWriteQueue)));
+  for (const r of results) assert.equal(r.status, 'ok');
+  const timings = await Promise.all(
+    results.map(async (r) => (await store.getJson(r.manifestKey, TrajectoryManifestSchema)).timing!)
+  );
+  const [first, second] = timings.sort((a, b) => a.acquiredAt - b.acquiredAt);
+  // Before: the second episode got the env only after the first's records were stored (≥ 1.5 s after the
+  // first began writing), because the env went back after the writes and the worker ran one episode per env.
+  const waited = second!.acquiredAt - first!.writeStartedAt;
+  assert.ok(
+    waited < STEPS_WRITE_DELAY_MS - 500,
+    `second episode got the env ${waited} ms after the first began writing`
+  );
+  assert.equal(slowWriteWorker.pool.stats().busy, 0, 'the env is free again');
+});
+
+test('an env worker takes a quarter more episodes than envs, at most 16 more', () => {
+  assert.deepEqual([1, 4, 8, 64, 1024].map(activitySlotsFor), [2, 5, 10, 80, 1040]);
 });

@@ -1,0 +1,557 @@
+/**
+ * Rollout tokens/s of the VLM bench (issue 13.4): dartflow's episode loop against the same vLLM servers
+ * driven directly with the loop's very prompts. One call measures three windows, each with vLLM's caches
+ * emptied first: the loop (an evaluation workflow: Temporal → env worker → Chromium → UI-TARS prompt →
+ * vLLM front → vLLM) on the env worker's slots; then the recorded prompts straight to vLLM with one client
+ * loop per vLLM batch slot, and with one per env slot of the loop (its concurrency). Greedy decoding makes
+ * every window generate the same tokens. With a CPU cap (bench/lib/cpu-cap.ts) vLLM's processes are held
+ * to the same cores in all three windows, as on an inference machine of their own.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import type { LocalWorkers } from '../../cli/local-workers';
+import type { DartflowClient } from '../../client/dartflow-client';
+import { processTree } from '../../infra/vllm';
+import type { FrontStats } from '../../rollout/vllm/front';
+import { StepRecordSchema, TrajectoryManifestSchema } from '../../schemas/records';
+import { TASK_QUEUES } from '../../schemas/task-queues';
+import type { ObjectStore } from '../../storage/object-store';
+import { loadSuite } from '../../tasks';
+import { PromptRecordSchema } from '../../vlm/prompt-record';
+import type { VllmPolicyServerHandle } from '../../workers/vllm-policy-server';
+import type { EvaluateInput } from '../../workflows/evaluate';
+import { createCpuCap, type CpuCap } from './cpu-cap';
+import { cpuSeconds, serverPids } from './proc-cpu';
+import {
+  batchOccupancy,
+  cacheHitRates,
+  compareThroughput,
+  runLanes,
+  steadyTokensPerSecond,
+  vllmCacheCounters,
+  vllmQueueGauges,
+  type BatchOccupancy,
+  type ThroughputComparison,
+  type ThroughputWindow,
+  type TokenCompletion,
+  type VllmCacheCounters,
+  type VllmQueueSample,
+} from './vlm-metrics';
+
+interface RecordedTurn {
+  messages: unknown[];
+  tokens: number;
+  /** The policy server (vLLM front) that answered, as the step record names it. */
+  server: string | undefined;
+  /** The step's start and end (wall clock, ms): the loop's first request and last answer bound its busy span. */
+  startedAt: number;
+  endedAt: number;
+}
+
+/** Where the episode loop's time went (env activity timing, summed over its episodes), seconds. */
+interface LoopBreakdown {
+  episodes: number;
+  /** Slot leased → trajectory writes started. */
+  episodeSeconds: number;
+  /** Policy: act() calls (the vLLM request through the front, prompt building, parsing). */
+  policySeconds: number;
+  /** Env: reset, steps (click + settle), screenshots, evaluation in Chromium. */
+  envSeconds: number;
+  /** The rest of an episode: screenshot uploads waited for, bookkeeping. */
+  otherSeconds: number;
+}
+
+/** How the windows fed vLLM: requests per server in the loop, batch occupancy per server, the loop's busy span. */
+interface LoopFeeding {
+  loopRequestsByServer: Record<string, number>;
+  /** Per server (in SERVER_IDS order): vLLM's running/waiting gauges sampled every 250 ms. */
+  loopOccupancy: Array<BatchOccupancy | null>;
+  /** The direct drive with one client per batch slot, then one per env slot. */
+  directOccupancy: Array<BatchOccupancy | null>;
+  directAtEnvSlotsOccupancy: Array<BatchOccupancy | null>;
+  /** The loop's first step start → last step end, and tokens/s in it (the workflow's start-up and tail left out). */
+  loopBusySeconds: number;
+  loopBusyTokensPerSecond: number;
+  /** Mean seconds per loop request: in act() on the env side, in the front, and in vLLM (the front's forward). */
+  loopSecondsPerRequest: { act: number | null; front: number | null; vllm: number | null };
+}
+
+function loopFeeding(
+  turns: readonly RecordedTurn[],
+  loop: LoopBreakdown,
+  /** The fronts' stats over the loop window, summed over servers. */
+  fronts: FrontStats,
+  occupancy: Pick<LoopFeeding, 'loopOccupancy' | 'directOccupancy' | 'directAtEnvSlotsOccupancy'>
+): LoopFeeding {
+  const byServer: Record<string, number> = {};
+  for (const t of turns) {
+    const server = t.server ?? '(unrecorded)';
+    byServer[server] = (byServer[server] ?? 0) + 1;
+  }
+  const busy =
+    turns.length > 0
+      ? (Math.max(...turns.map((t) => t.endedAt)) - Math.min(...turns.map((t) => t.startedAt))) / 1000
+      : 0;
+  const tokens = turns.reduce((a, t) => a + t.tokens, 0);
+  const perRequest = (seconds: number, requests: number) =>
+    requests > 0 ? Number((seconds / requests).toFixed(3)) : null;
+  return {
+    loopRequestsByServer: byServer,
+    ...occupancy,
+    loopBusySeconds: Number(busy.toFixed(1)),
+    loopBusyTokensPerSecond: busy > 0 ? Number((tokens / busy).toFixed(1)) : 0,
+    loopSecondsPerRequest: {
+      act: perRequest(loop.policySeconds, turns.length),
+      front: perRequest(fronts.frontMs / 1000, fronts.answered),
+      vllm: perRequest(fronts.upstreamMs / 1000, fronts.answered),
+    },
+  };
+}
+
+/** The chat turns an episode loop sent (prompt records from MinIO), how many tokens each answer had, and its timing. */
+async function recordedTurns(
+  store: ObjectStore,
+  campaignId: string
+): Promise<{ turns: RecordedTurn[]; breakdown: LoopBreakdown }> {
+  const manifests = (await store.list(`campaigns/${campaignId}/trajectories/`)).filter((k) =>
+    k.endsWith('manifest.json')
+  );
+  const turns: RecordedTurn[] = [];
+  const b: LoopBreakdown = { episodes: 0, episodeSeconds: 0, policySeconds: 0, envSeconds: 0, otherSeconds: 0 };
+  for (const key of manifests) {
+    const m = await store.getJson(key, TrajectoryManifestSchema);
+    if (m.timing) {
+      const wall = (m.timing.writeStartedAt - m.timing.acquiredAt) / 1000;
+      b.episodes++;
+      b.episodeSeconds += wall;
+      b.policySeconds += m.timing.actMs / 1000;
+      b.envSeconds += m.timing.envMs / 1000;
+      b.otherSeconds += Math.max(0, wall - (m.timing.actMs + m.timing.envMs) / 1000);
+    }
+    for (const s of await store.getJsonLines(m.stepsKey, StepRecordSchema, m.stepsSha256)) {
+      if (!s.promptKey || !s.responseTokenIds) continue;
+      const prompt = PromptRecordSchema.parse(JSON.parse((await store.getBytes(s.promptKey)).toString('utf8')));
+      turns.push({
+        messages: prompt.messages,
+        tokens: s.responseTokenIds.length,
+        server: s.policyServer,
+        startedAt: s.startedAt,
+        endedAt: s.endedAt,
+      });
+    }
+  }
+  return { turns, breakdown: b };
+}
+
+/**
+ * CPU seconds so far: the whole machine (busy time from /proc/stat) and the vLLM servers' process trees.
+ * On a 2-core machine the episode loop's own processes (Chromium, env worker, Temporal, MinIO) take CPU
+ * from vLLM; the difference between the windows says how much.
+ */
+/**
+ * Where the machine's CPU went, by process group: `roots` name process trees (a child and everything it
+ * started: the env worker with its Chromium), `single` name one process each (this bench process, which
+ * hosts the vLLM fronts and the direct drive's client).
+ */
+interface CpuGroups {
+  vllmRoots: number[];
+  roots: Record<string, number>;
+  single: Record<string, number | undefined>;
+}
+
+interface CpuReading {
+  machine: number;
+  vllm: number;
+  groups: Record<string, number>;
+}
+
+function cpuNow(g: CpuGroups): CpuReading {
+  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const idle = (f[3] ?? 0) + (f[4] ?? 0);
+  const machine = (f.reduce((a, v) => a + v, 0) - idle) / 100; // USER_HZ
+  const treeSeconds = (roots: number[]) =>
+    roots.flatMap((r) => processTree(r)).reduce((a, pid) => a + (cpuSeconds(pid) ?? 0), 0);
+  const groups: Record<string, number> = {};
+  for (const [name, root] of Object.entries(g.roots)) groups[name] = treeSeconds([root]);
+  for (const [name, pid] of Object.entries(g.single)) groups[name] = pid === undefined ? 0 : (cpuSeconds(pid) ?? 0);
+  return { machine, vllm: treeSeconds(g.vllmRoots), groups };
+}
+
+/**
+ * Cores busy in a window: the vLLM servers, everything else on the machine, and that "else" split by named
+ * group (`rest`: processes of no group — the kernel, other work on the machine).
+ */
+function coresIn(a: CpuReading, b: CpuReading, seconds: number) {
+  const c = (x: number) => Number((x / seconds).toFixed(2));
+  const other = b.machine - a.machine - (b.vllm - a.vllm);
+  const otherBy: Record<string, number> = {};
+  let named = 0;
+  for (const [name, s] of Object.entries(b.groups)) {
+    const d = Math.max(0, s - (a.groups[name] ?? s));
+    named += d;
+    otherBy[name] = c(d);
+  }
+  otherBy.rest = c(Math.max(0, other - named));
+  return { vllmCores: c(b.vllm - a.vllm), otherCores: c(other), otherBy };
+}
+
+/**
+ * Empties vLLM's caches (KV prefix cache, multimodal processor and encoder caches; dev-mode endpoints)
+ * so each throughput window starts cold. Without it the direct drive, which replays the very prompts the
+ * loop sent, finds their images processed and their prefixes cached, and compares a warm server with a
+ * cold one.
+ */
+async function resetVllmCaches(baseUrl: string): Promise<void> {
+  for (const route of ['reset_prefix_cache', 'reset_mm_cache', 'reset_encoder_cache']) {
+    const res = await fetch(`${baseUrl}/${route}`, { method: 'POST' });
+    if (!res.ok) throw new Error(`POST ${baseUrl}/${route}: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
+  }
+}
+
+async function cacheCountersOf(baseUrls: string[]): Promise<VllmCacheCounters> {
+  const texts = await Promise.all(
+    baseUrls.map(async (u) => {
+      const res = await fetch(`${u}/metrics`);
+      if (!res.ok) throw new Error(`GET ${u}/metrics: HTTP ${res.status}`);
+      return res.text();
+    })
+  );
+  return vllmCacheCounters(texts);
+}
+
+/**
+ * Samples each vLLM server's running/waiting gauges every `everyMs` until stopped: how full each engine's
+ * batch was in a throughput window (the loop may leave batch slots empty while its episodes step their envs).
+ * A tick is skipped while the previous scrape is pending (a busy API server answers late), so samples come
+ * every 250–350 ms in practice.
+ */
+function sampleQueues(baseUrls: string[], everyMs = 250): { stop(): VllmQueueSample[][] } {
+  const samples: VllmQueueSample[][] = baseUrls.map(() => []);
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    void Promise.all(
+      baseUrls.map(async (u, i) => {
+        const res = await fetch(`${u}/metrics`, { signal: AbortSignal.timeout(2000) });
+        const g = res.ok ? vllmQueueGauges(await res.text()) : null;
+        if (g) samples[i]!.push(g);
+      })
+    )
+      .catch(() => undefined)
+      .finally(() => (busy = false));
+  }, everyMs);
+  timer.unref(); // a window that throws must not leave the bench process waiting on this timer
+  return {
+    stop() {
+      clearInterval(timer);
+      return samples;
+    },
+  };
+}
+
+/** One direct request, as dartflow's front sends it to vLLM (greedy, logprobs as token ids). */
+async function directChat(
+  baseUrl: string,
+  model: string,
+  messages: unknown[],
+  o: { maxTokens: number; logitBias: Record<string, number> }
+): Promise<number> {
+  const res = await fetch(`${baseUrl}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      model,
+      messages,
+      temperature: 0,
+      max_tokens: o.maxTokens,
+      logprobs: true,
+      top_logprobs: 2,
+      logit_bias: o.logitBias,
+      return_tokens_as_token_ids: true,
+    }),
+  });
+  const body = (await res.json()) as { usage?: { completion_tokens?: number } };
+  if (!res.ok || typeof body.usage?.completion_tokens !== 'number')
+    throw new Error(`direct vLLM request to ${baseUrl}: HTTP ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+  return body.usage.completion_tokens;
+}
+
+/** What the throughput phase needs from the bench: the running cluster and the campaign's settings. */
+export interface ThroughputContext {
+  client: DartflowClient;
+  store: ObjectStore;
+  servers: readonly VllmPolicyServerHandle[];
+  workers: LocalWorkers;
+  /** Task suite of the evaluation episodes. */
+  suite: string;
+  policyVersion: number;
+  /** The campaign's policy.options (token budget, logit bias, pixel bounds). */
+  policyOptions: Record<string, unknown> | undefined;
+  throughputEpisodes: number;
+  /** Env slots of the env worker, and vLLM batch slots per server. */
+  envs: number;
+  seqs: number;
+  maxTokens: number;
+  logitBias: Record<string, number>;
+  log: (line: string) => void;
+  /** Cores of memory-streaming co-load for a diagnostic fourth window (0/undefined: none). */
+  coloadCores?: number;
+}
+
+export interface RolloutThroughput {
+  /** The loop against the faster direct drive (whole windows). */
+  throughput: ThroughputComparison;
+  /** Tokens/s in the middle 80 % of each window's tokens (ramp-up and drain left out), and their ratio. */
+  steady: { loop: number; direct: number; ratio: number };
+  directByConcurrency: Array<{
+    concurrency: number;
+    tokensPerSecond: number;
+    steadyTokensPerSecond: number;
+    seconds: number;
+    ratio: number;
+  }>;
+  loopBreakdown: LoopBreakdown;
+  feeding: LoopFeeding;
+  cores: Record<string, ReturnType<typeof coresIn>>;
+  /** The CPU cap vLLM ran under in all three windows (cores), or null. */
+  vllmCoresCap: number | null;
+  /** The diagnostic direct drive with a co-load beside vLLM (ThroughputContext.coloadCores), or null. */
+  directWithCoload: {
+    tokensPerSecond: number;
+    steadyTokensPerSecond: number;
+    vllmCores: number;
+    coloadCores: number;
+  } | null;
+}
+
+/**
+ * Measures the three windows; `tputId` names the evaluation workflow (and its trajectories). With `cap`,
+ * every vLLM process (API servers, engines) is moved into it before the first window and out after the last.
+ */
+export async function measureRolloutThroughput(
+  ctx: ThroughputContext,
+  tputId: string,
+  cap: CpuCap | null = null
+): Promise<RolloutThroughput> {
+  const vllmPids = () => ctx.servers.flatMap((sv) => (sv.vllm ? processTree(sv.vllm.pid) : []));
+  cap?.add(vllmPids());
+  try {
+    return await measureWindows(ctx, tputId, cap);
+  } finally {
+    cap?.release();
+  }
+}
+
+/**
+ * Two processes (one per core) that stream through 64 MiB each, a cache line at a time, held together to
+ * `cores` by a cgroup: CPU time, cache and memory bandwidth taken beside vLLM the way Chromium and the
+ * loop's servers take them. The cap needs the same cgroup support as the vLLM cap.
+ */
+function startCoload(cores: number): { stop(): Promise<void> } {
+  const cap = createCpuCap(`dartflow-bench-coload-${process.pid}`, cores);
+  const script =
+    'const a = new Float64Array(8 << 20); let s = 0; for (;;) for (let i = 0; i < a.length; i += 8) s += a[i]++;';
+  const children = [0, 1].map(() => spawn(process.execPath, ['-e', script], { stdio: 'ignore' }));
+  cap.add(children.flatMap((c) => (c.pid ? [c.pid] : [])));
+  return {
+    // The group can be removed only once its processes are gone (reaped), not as soon as they are signalled.
+    async stop() {
+      await Promise.all(
+        children.map((c) =>
+          c.exitCode !== null || c.signalCode !== null
+            ? undefined
+            : new Promise<void>((resolve) => {
+                c.once('exit', () => resolve());
+                c.kill('SIGKILL');
+              })
+        )
+      );
+      cap.release();
+    },
+  };
+}
+
+async function measureWindows(ctx: ThroughputContext, tputId: string, cap: CpuCap | null): Promise<RolloutThroughput> {
+  const suite = loadSuite(ctx.suite);
+  const input: EvaluateInput = {
+    campaignId: tputId,
+    version: ctx.policyVersion,
+    tasks: suite.taskSpecs.map((t) => ({ ...t })),
+    episodesPerTask: ctx.throughputEpisodes,
+    sampledEpisodesPerTask: 0,
+    endpoints: ctx.servers.map((s) => s.url),
+    policyKind: 'uitars',
+    policyOptions: { model: 'dartflow', ...(ctx.policyOptions ?? {}) },
+    atEpisodes: 0,
+    startedAtMs: Date.now(),
+    record: false,
+  };
+  const cpuGroups: CpuGroups = {
+    vllmRoots: ctx.servers.flatMap((sv) => (sv.vllm ? [sv.vllm.pid] : [])),
+    // Each worker role with what it started (the env worker's Chromium, the trainer's ranks).
+    roots: Object.fromEntries(
+      (ctx.workers.children ?? []).flatMap((ch) => (ch.process.pid ? [[ch.name, ch.process.pid]] : []))
+    ),
+    single: { 'bench (vLLM fronts, direct client)': process.pid, ...serverPids() },
+  };
+  const vllmUrls = ctx.servers.map((sv) => sv.control.baseUrl);
+  await Promise.all(vllmUrls.map(resetVllmCaches));
+  const loopCache = await cacheCountersOf(vllmUrls);
+  const loopCpu = cpuNow(cpuGroups);
+  const loopQueues = sampleQueues(vllmUrls);
+  const frontsBefore = ctx.servers.map((sv) => sv.front.stats());
+  const loopStart = Date.now();
+  await ctx.client.temporal.workflow.execute('evaluateWorkflow', {
+    taskQueue: TASK_QUEUES.orchestrator,
+    workflowId: tputId,
+    args: [input],
+  });
+  const loopSeconds = (Date.now() - loopStart) / 1000;
+  const loopOccupancy = loopQueues.stop().map((q) => batchOccupancy(q, ctx.seqs));
+  const frontsAfter = ctx.servers.map((sv) => sv.front.stats());
+  const loopCores = coresIn(loopCpu, cpuNow(cpuGroups), loopSeconds);
+  const loopCacheRates = cacheHitRates(loopCache, await cacheCountersOf(vllmUrls));
+  const { turns, breakdown: loop } = await recordedTurns(ctx.store, `${tputId}.eval`);
+  const dartflow: ThroughputWindow = {
+    tokens: turns.reduce((a, t) => a + t.tokens, 0),
+    requests: turns.length,
+    seconds: loopSeconds,
+    concurrency: ctx.seqs * ctx.servers.length,
+    envSlots: ctx.envs,
+    ...loopCacheRates,
+  };
+  // The same prompts straight to vLLM, twice: one client loop per vLLM batch slot (every server always
+  // has exactly --seqs requests to batch), then as many loops as the episode loop had env slots (its
+  // concurrency). The headline ratio is against the faster of the two.
+  const driveDirect = async (lanesPerServer: number) => {
+    await Promise.all(vllmUrls.map(resetVllmCaches));
+    const cacheBefore = await cacheCountersOf(vllmUrls);
+    const cpuBefore = cpuNow(cpuGroups);
+    const queues = sampleQueues(vllmUrls);
+    const startedAt = Date.now();
+    const lanes = ctx.servers.flatMap((sv) =>
+      Array.from(
+        { length: lanesPerServer },
+        () => (t: (typeof turns)[number]) =>
+          directChat(sv.control.baseUrl, 'dartflow', t.messages, { maxTokens: ctx.maxTokens, logitBias: ctx.logitBias })
+      )
+    );
+    const completions: TokenCompletion[] = [];
+    const tokens = await runLanes(
+      turns,
+      lanes.map((send) => async (t: (typeof turns)[number]) => {
+        const n = await send(t);
+        completions.push({ at: Date.now(), tokens: n });
+        return n;
+      })
+    );
+    const seconds = (Date.now() - startedAt) / 1000;
+    const occupancy = queues.stop().map((q) => batchOccupancy(q, ctx.seqs));
+    const window: ThroughputWindow = {
+      tokens: tokens.reduce((a, n) => a + n, 0),
+      requests: tokens.length,
+      seconds,
+      concurrency: lanes.length,
+      ...cacheHitRates(cacheBefore, await cacheCountersOf(vllmUrls)),
+    };
+    return {
+      window,
+      occupancy,
+      steady: steadyTokensPerSecond(completions),
+      cores: coresIn(cpuBefore, cpuNow(cpuGroups), seconds),
+    };
+  };
+  const atBatchSlots = await driveDirect(ctx.seqs);
+  const atEnvSlots = await driveDirect(Math.max(ctx.seqs, Math.ceil(ctx.envs / ctx.servers.length)));
+  const comparisons = [atBatchSlots, atEnvSlots].map((d) => compareThroughput(dartflow, d.window));
+  const best = comparisons[0]!.direct.tokensPerSecond >= comparisons[1]!.direct.tokensPerSecond ? 0 : 1;
+  const throughput = comparisons[best]!;
+  const drives = [atBatchSlots, atEnvSlots];
+  // Diagnostic: the direct drive at the loop's concurrency once more with a stand-in for the env side beside
+  // vLLM (memory-streaming processes held to ctx.coloadCores): how much vLLM slows from sharing the machine
+  // alone, with nothing of dartflow's loop in the way. Not part of the headline ratio.
+  let directWithCoload: {
+    tokensPerSecond: number;
+    steadyTokensPerSecond: number;
+    vllmCores: number;
+    coloadCores: number;
+  } | null = null;
+  if (ctx.coloadCores && ctx.coloadCores > 0) {
+    const coload = startCoload(ctx.coloadCores);
+    try {
+      const d = await driveDirect(Math.max(ctx.seqs, Math.ceil(ctx.envs / ctx.servers.length)));
+      directWithCoload = {
+        tokensPerSecond: Number((d.window.tokens / d.window.seconds).toFixed(1)),
+        steadyTokensPerSecond: Number(d.steady.toFixed(1)),
+        vllmCores: d.cores.vllmCores,
+        coloadCores: ctx.coloadCores,
+      };
+      ctx.log(
+        `direct drive with ${ctx.coloadCores} cores of memory-streaming co-load beside vLLM: ${JSON.stringify(directWithCoload)}`
+      );
+    } finally {
+      await coload.stop();
+    }
+  }
+  const directByConcurrency = comparisons.map((c, i) => ({
+    concurrency: c.direct.concurrency,
+    tokensPerSecond: Number(c.direct.tokensPerSecond.toFixed(1)),
+    steadyTokensPerSecond: Number(drives[i]!.steady.toFixed(1)),
+    seconds: Number(c.direct.seconds.toFixed(1)),
+    ratio: Number(c.ratio.toFixed(3)),
+  }));
+  const direct = throughput.direct;
+  // Steady state: the loop's answers by when its step ended, against the faster direct drive by the same
+  // measure (both leave out ramp-up and drain; the loop drains by whole episodes, the direct drive by requests).
+  const loopSteady = steadyTokensPerSecond(turns.map((t) => ({ at: t.endedAt, tokens: t.tokens })));
+  const directSteady = Math.max(...drives.map((d) => d.steady));
+  const steady = {
+    loop: Number(loopSteady.toFixed(1)),
+    direct: Number(directSteady.toFixed(1)),
+    ratio: directSteady > 0 ? Number((loopSteady / directSteady).toFixed(3)) : 0,
+  };
+  const cores = {
+    dartflowLoop: loopCores,
+    direct: [atBatchSlots, atEnvSlots][best]!.cores,
+    directAtBatchSlots: atBatchSlots.cores,
+    directAtEnvSlots: atEnvSlots.cores,
+  };
+  ctx.log(`cores busy: ${JSON.stringify(cores)}`);
+  ctx.log(
+    `vLLM cache hit rates (caches emptied before each window): loop ${JSON.stringify(loopCacheRates)}, direct ${JSON.stringify([atBatchSlots, atEnvSlots].map((d) => ({ prefixHitRate: d.window.prefixHitRate, mmHitRate: d.window.mmHitRate })))}`
+  );
+  ctx.log(
+    `direct drive by concurrency: ${directByConcurrency.map((d) => `${d.concurrency} clients ${d.tokensPerSecond} tokens/s (loop ${d.ratio.toFixed(2)}×)`).join(', ')}`
+  );
+  ctx.log(
+    `rollout tokens/s: dartflow loop ${throughput.dartflow.tokensPerSecond.toFixed(1)} (${dartflow.tokens} tokens, ${dartflow.requests} requests, ${dartflow.seconds.toFixed(1)} s), direct ${direct.tokensPerSecond.toFixed(1)} (${direct.tokens} tokens, ${direct.seconds.toFixed(1)} s, ${direct.concurrency} clients, the faster drive): ${throughput.ratio.toFixed(2)}×`
+  );
+  ctx.log(
+    `steady state (middle 80 % of each window's tokens): loop ${steady.loop}, direct ${steady.direct} tokens/s: ${steady.ratio.toFixed(2)}×${cap ? ` (vLLM held to ${cap.cores} cores in every window)` : ''}`
+  );
+  ctx.log(`episode loop time (Σ over ${loop.episodes} episodes): ${JSON.stringify(loop)}`);
+  // The fronts' answered requests and their time in the front and in vLLM over the loop window.
+  const fronts: FrontStats = { answered: 0, frontMs: 0, upstreamMs: 0 };
+  frontsAfter.forEach((f, i) => {
+    fronts.answered += f.answered - frontsBefore[i]!.answered;
+    fronts.frontMs += f.frontMs - frontsBefore[i]!.frontMs;
+    fronts.upstreamMs += f.upstreamMs - frontsBefore[i]!.upstreamMs;
+  });
+  const feeding = loopFeeding(turns, loop, fronts, {
+    loopOccupancy,
+    directOccupancy: atBatchSlots.occupancy,
+    directAtEnvSlotsOccupancy: atEnvSlots.occupancy,
+  });
+  ctx.log(`how vLLM was fed: ${JSON.stringify(feeding)}`);
+  return {
+    throughput,
+    steady,
+    directByConcurrency,
+    directWithCoload,
+    loopBreakdown: loop,
+    feeding,
+    cores,
+    vllmCoresCap: cap?.cores ?? null,
+  };
+}
