@@ -210,7 +210,7 @@ export const TrainerSchema = z
     maxGroups: posInt.default(8).describe('Most groups per train step [§3.4: train_batch_size_max 8].'),
     minibatchSize: posInt.default(64).describe('Step samples per gradient computation (heartbeat per minibatch).'),
     heartbeatTimeoutSeconds: timeoutSeconds(10).describe(
-      "Heartbeat timeout of the trainStep and behaviourClone activities: a step whose trainer died is retried on another trainer after this long. Trainers heartbeat per minibatch and while samples load, but not while a model or checkpoint loads, downloads or uploads, so keep it well above the longest of those gaps (seconds for the embedded CNN; a VLM checkpoint on a slow machine can take minutes: raise it there, or every attempt times out). Temporal caps it at the activity's 30-minute start-to-close timeout."
+      "Heartbeat timeout of the trainStep and behaviourClone activities: a step whose trainer died is retried on another trainer after this long. The VLM trainer (Python) keeps a live step alive through phases that send nothing themselves (a checkpoint load or upload of a large model: it re-sends its latest heartbeat after a third of this timeout of silence); the embedded CNN's trainer heartbeats per minibatch and while samples load, but not while its checkpoint loads or uploads (seconds), so keep it well above that. Temporal caps it at the activity's 30-minute start-to-close timeout."
     ),
     epochs: posInt.default(1).describe('Passes over a batch per train step [§4.1: ppo_epochs 1].'),
     advantageStatistics: z

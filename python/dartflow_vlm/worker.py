@@ -12,23 +12,27 @@ With --world-size N > 1 (or under torchrun) the step trains data-parallel over N
 Temporal and MinIO are found through the same environment variables as the TypeScript roles
 (TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE / TEMPORAL_TLS_*, S3_*; the local dev servers otherwise).
 One step at a time (the trainer owns its CPU/GPU); the activities run in a worker thread and heartbeat
-at every phase and every sample. A TrainerError becomes a non-retryable ApplicationError with the
-TypeScript trainer's type name (InvalidTrainInput, CheckpointMismatchError, CheckpointUnavailableError,
-NonFiniteLossError); anything else (MinIO unreachable, a lost version race) stays retryable. When the
-worker is ready it prints one JSON line `{"ready": true, "taskQueue": ...}` to stdout.
+at every phase and every sample, and a keep-alive thread re-sends the latest heartbeat through
+phases longer than that (a checkpoint load or upload of a large model; keepalive.py). A TrainerError
+becomes a non-retryable ApplicationError with the TypeScript trainer's type name (InvalidTrainInput,
+CheckpointMismatchError, CheckpointUnavailableError, NonFiniteLossError); anything else (MinIO
+unreachable, a lost version race) stays retryable. When the worker is ready it prints one JSON line
+`{"ready": true, "taskQueue": ...}` to stdout.
 """
 
 import argparse
 import asyncio
+import contextvars
 import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from temporalio import activity
@@ -39,6 +43,7 @@ from temporalio.worker import Worker
 from .activities import TrainerDeps, run_behaviour_clone, run_train_step
 from .distributed import Coordinator, DistSettings, follow, init_torchrun, start_ranks
 from .errors import TrainerError
+from .keepalive import KeepAlive
 from .models import DeviceUnavailableError, PolicySetup, choose_device
 from .store import ObjectStore, S3Settings
 
@@ -53,21 +58,43 @@ def _as_application_error(err: TrainerError) -> ApplicationError:
     return ApplicationError(str(err), type=err.type, non_retryable=True)
 
 
+T = TypeVar("T")
+
+
+def kept_alive(run: Callable[[Callable[[dict[str, Any]], None]], T]) -> T:
+    """Runs `run(heartbeat)` inside a sync activity with the keep-alive (keepalive.py) while it runs:
+    a phase longer than the activity's heartbeat timeout does not time the live attempt out. Without a
+    heartbeat timeout there is nothing to keep alive."""
+    timeout = activity.info().heartbeat_timeout
+    if not timeout or timeout.total_seconds() <= 0:
+        return run(_heartbeat)
+    # The keep-alive thread heartbeats inside its own copy of the activity's context (a context can be
+    # entered by one thread at a time; the activity's thread keeps its own).
+    thread_context = contextvars.copy_context()
+    keep = KeepAlive(
+        send=_heartbeat,
+        resend=lambda details: thread_context.run(_heartbeat, details),
+        timeout_s=timeout.total_seconds(),
+    )
+    with keep:
+        return run(keep.beat)
+
+
 class TrainerActivities:
     def __init__(self, deps: TrainerDeps) -> None:
-        self.deps = replace(deps, heartbeat=_heartbeat)
+        self.deps = deps
 
     @activity.defn(name="trainStep")
     def train_step(self, raw: Any) -> dict[str, Any]:
         try:
-            return run_train_step(self.deps, raw)
+            return kept_alive(lambda beat: run_train_step(replace(self.deps, heartbeat=beat), raw))
         except TrainerError as err:
             raise _as_application_error(err) from err
 
     @activity.defn(name="behaviourClone")
     def behaviour_clone(self, raw: Any) -> dict[str, Any]:
         try:
-            return run_behaviour_clone(self.deps, raw)
+            return kept_alive(lambda beat: run_behaviour_clone(replace(self.deps, heartbeat=beat), raw))
         except TrainerError as err:
             raise _as_application_error(err) from err
 
