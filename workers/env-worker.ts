@@ -1,7 +1,8 @@
 /**
  * The env worker: a Temporal worker on task queue `env` with a fixed number of env slots, running
- * runEpisode activities. Activity concurrency equals the slot count, so an accepted task always gets
- * an env promptly and excess work stays in Temporal's queue where other env workers can take it.
+ * runEpisode activities. Activity concurrency is the slot count (plus a few episodes waiting for an env
+ * on browser pools, whose episodes last seconds: activitySlotsFor), so an accepted task gets an env
+ * promptly and excess work stays in Temporal's queue where other env workers can take it.
  *
  *   npx tsx workers/env-worker.ts      (DARTFLOW_ENV_KIND=browser|simulated|remote, DARTFLOW_ENV_SLOTS=4)
  */
@@ -25,15 +26,17 @@ import { ObjectStore } from '../storage/object-store';
 export const ENV_TASK_QUEUE = TASK_QUEUES.env;
 
 /**
- * Episodes the worker runs at once: one per env slot, plus a few that wait for an env. An episode hands
- * its env back before its records go up (steps, manifest, index entry: a few hundred ms, up to 2 s of
- * index linger) and Temporal needs a round trip to bring the next episode; with exactly one activity per
- * slot the env sat idle meanwhile (19 % of env-slot time in the VLM bench, episodes of ≈ 4 s). A quarter of
- * the slots more covers that tail; at most 16 more, because waiting episodes heartbeat and a large pool of
- * minutes-long episodes has only a handful writing at any moment.
+ * Episodes the worker runs at once: one per env slot, plus on a browser pool a few that wait for an env.
+ * An episode hands its env back before its records go up (steps, manifest, index entry: a few hundred ms,
+ * up to 2 s of index linger) and Temporal needs a round trip to bring the next episode; with exactly one
+ * activity per slot the env sat idle meanwhile (19 % of env-slot time in the VLM bench, browser episodes of
+ * ≈ 4 s). A quarter of the slots more (at most 16) covers that tail. Pools of minutes-long episodes
+ * (OSWorld, remote, simulated) take none: a waiting episode would spend its 15-minute start-to-close
+ * waiting for an env here while another worker might have one free, and their write tail is a sliver of
+ * an episode.
  */
-export function activitySlotsFor(envSlots: number): number {
-  return envSlots + Math.min(16, Math.ceil(envSlots / 4));
+export function activitySlotsFor(pool: Pick<EnvPool, 'kind' | 'slots'>): number {
+  return pool.slots + (pool.kind === 'browser' ? Math.min(16, Math.ceil(pool.slots / 4)) : 0);
 }
 
 export interface EnvWorkerOptions {
@@ -78,7 +81,7 @@ export async function createEnvWorker(opts: EnvWorkerOptions = {}): Promise<EnvW
       store,
       policies: envMetrics ? envMetrics.wrapPolicies(policies) : policies,
     }),
-    maxConcurrentActivityTaskExecutions: activitySlotsFor(pool.slots),
+    maxConcurrentActivityTaskExecutions: activitySlotsFor(pool),
     // The SDK's default is at most 10 open polls: with hundreds of slots a poll round trip on a busy machine
     // capped how fast freed slots got their next episode (slots sat idle beside a backlog; docs/benchmarks.md,
     // "Scale"). Autoscaling polls follow the server's backlog hints, up to one poll per free slot.

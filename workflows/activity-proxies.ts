@@ -11,7 +11,8 @@ import { TASK_QUEUES } from '../schemas/task-queues';
 
 /**
  * Env workers: one activity per episode (the unit of scheduling, as DART's rollout-wise scheduling), so an
- * env worker never runs more episodes than it has slots and no timeout grows with the queue: an episode
+ * env worker runs about as many episodes as it has slots (a few more on browser pools, waiting seconds for
+ * an env: workers/env-worker.ts activitySlotsFor) and no timeout grows with the queue: an episode
  * waits in Temporal's task queue (no schedule-to-start limit) until some worker has a free slot, then has
  * 15 minutes (seconds on the browser env, minutes on OSWorld); heartbeats catch dead workers: every step,
  * and kept alive through long env operations such as an OSWorld reset, so a live attempt is never timed out

@@ -39,7 +39,7 @@ export interface CpuCap {
   readonly path: string;
   /** Moves `pids` into the group (a PID that has exited is skipped). */
   add(pids: readonly number[]): void;
-  /** Moves every process in the group back to the hierarchy's root and removes the group. */
+  /** Moves every process in the group back to where it was (best effort, warns) and removes the group. */
   release(): void;
 }
 
@@ -74,16 +74,63 @@ export function createCpuCap(name: string, cores: number): CpuCap {
       if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err; // exited meanwhile
     }
   };
+  /** Where each process was before add(): release() puts it back there. */
+  const origin = new Map<number, string>();
   return {
     cores,
     path: dir,
     add(pids) {
-      for (const pid of pids) move(pid, dir);
+      for (const pid of pids) {
+        const from = cgroupOf(pid, h);
+        if (from === undefined) continue; // exited
+        origin.set(pid, from);
+        move(pid, dir);
+      }
     },
     release() {
-      const inside = fs.readFileSync(procs(dir), 'utf8').split('\n').filter(Boolean).map(Number);
-      for (const pid of inside) move(pid, h.root);
-      fs.rmdirSync(dir);
+      // Best effort: a measurement must not be lost to a process that will not move back.
+      let inside: number[] = [];
+      try {
+        inside = fs.readFileSync(procs(dir), 'utf8').split('\n').filter(Boolean).map(Number);
+      } catch {
+        // the group is gone already
+      }
+      for (const pid of inside) {
+        try {
+          move(pid, origin.get(pid) ?? h.root);
+        } catch (err) {
+          console.warn(`cpu cap: could not move process ${pid} out of ${dir}: ${(err as Error).message}`);
+        }
+      }
+      // A process killed just before may still be listed until it is reaped: retry briefly.
+      for (let tries = 0; fs.existsSync(dir); tries++) {
+        try {
+          fs.rmdirSync(dir);
+        } catch (err) {
+          if (tries >= 40) {
+            console.warn(`cpu cap: could not remove ${dir}: ${(err as Error).message}`);
+            return;
+          }
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+        }
+      }
     },
   };
+}
+
+/** The directory of `pid`'s group in hierarchy `h`, from /proc/<pid>/cgroup; undefined if it exited. */
+function cgroupOf(pid: number, h: Hierarchy): string | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  for (const line of text.split('\n')) {
+    const [id, controllers, rel] = line.split(':');
+    if (rel === undefined) continue;
+    const matches = h.kind === 'v1' ? controllers!.split(',').includes('cpu') : id === '0';
+    if (matches) return path.join(h.root, rel);
+  }
+  return h.root;
 }

@@ -335,8 +335,8 @@ export async function measureRolloutThroughput(
   cap: CpuCap | null = null
 ): Promise<RolloutThroughput> {
   const vllmPids = () => ctx.servers.flatMap((sv) => (sv.vllm ? processTree(sv.vllm.pid) : []));
-  cap?.add(vllmPids());
   try {
+    cap?.add(vllmPids());
     return await measureWindows(ctx, tputId, cap);
   } finally {
     cap?.release();
@@ -353,7 +353,16 @@ function startCoload(cores: number): { stop(): Promise<void> } {
   const script =
     'const a = new Float64Array(8 << 20); let s = 0; for (;;) for (let i = 0; i < a.length; i += 8) s += a[i]++;';
   const children = [0, 1].map(() => spawn(process.execPath, ['-e', script], { stdio: 'ignore' }));
-  cap.add(children.flatMap((c) => (c.pid ? [c.pid] : [])));
+  // Busy loops must not outlive the bench, however it ends.
+  const killAll = () => children.forEach((c) => c.kill('SIGKILL'));
+  process.once('exit', killAll);
+  try {
+    cap.add(children.flatMap((c) => (c.pid ? [c.pid] : [])));
+  } catch (err) {
+    killAll();
+    cap.release();
+    throw err;
+  }
   return {
     // The group can be removed only once its processes are gone (reaped), not as soon as they are signalled.
     async stop() {
@@ -367,6 +376,7 @@ function startCoload(cores: number): { stop(): Promise<void> } {
               })
         )
       );
+      process.off('exit', killAll);
       cap.release();
     },
   };

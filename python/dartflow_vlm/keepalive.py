@@ -8,8 +8,10 @@ long OSWorld resets; activities/env/heartbeat-gate.ts is their fix). While the a
 re-sends the latest heartbeat details whenever nothing went out for a third of the heartbeat timeout
 (checked every sixth of it); the SDK, which throttles heartbeats to one per 0.8 of the timeout, then
 sends the server one at least that often. A dead or cut-off worker still
-times out (its process, and this thread, are gone); a hung step is bounded by the start-to-close timeout
-and the ranks' collective timeout (--dist-timeout).
+times out (its process, and this thread, are gone). A step that sent nothing of its own for
+MAX_SILENCE_S (10 minutes: longer than loading or uploading a 7B checkpoint) is no longer kept alive,
+so a hung step (a collective waiting for a dead rank on NCCL, which only gives up at --dist-timeout)
+times out and is retried elsewhere after that instead of holding on to the start-to-close timeout.
 """
 
 import contextlib
@@ -19,6 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 Send = Callable[[dict[str, Any]], None]
+
+MAX_SILENCE_S = 600.0
 
 
 class KeepAlive:
@@ -32,6 +36,7 @@ class KeepAlive:
         resend: Send,
         timeout_s: float,
         clock: Callable[[], float] = time.monotonic,
+        max_silence_s: float = MAX_SILENCE_S,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
@@ -40,27 +45,31 @@ class KeepAlive:
         self._quiet_s = timeout_s / 3
         self._clock = clock
         self._lock = threading.Lock()
+        self._max_silence_s = max_silence_s
         self._latest: dict[str, Any] = {}
         self._last = clock()
+        self._last_own = self._last
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
 
     def beat(self, details: dict[str, Any]) -> None:
         with self._lock:
             self._latest = details
-            self._last = self._clock()
+            self._last = self._last_own = self._clock()
             self._send(details)
 
     def tick(self) -> bool:
-        """Re-sends the latest details if nothing went out for a third of the timeout; True if it did."""
+        """Re-sends the latest details if nothing went out for a third of the timeout (and the step sent
+        something of its own within max_silence_s); True if it did."""
         with self._lock:
-            if self._clock() - self._last < self._quiet_s:
+            now = self._clock()
+            if now - self._last < self._quiet_s or now - self._last_own > self._max_silence_s:
                 return False
-            self._last = self._clock()
-            details = self._latest
-        # A failed send must not end the keep-alive: the next tick tries again.
-        with contextlib.suppress(Exception):
-            self._resend({**details, "keptAlive": True})
+            self._last = now
+            # Under the lock, so a newer beat() cannot be overtaken by this older re-send.
+            # A failed send must not end the keep-alive: the next tick tries again.
+            with contextlib.suppress(Exception):
+                self._resend({**self._latest, "keptAlive": True})
         return True
 
     def _run(self) -> None:

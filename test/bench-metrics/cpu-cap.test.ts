@@ -23,7 +23,9 @@ test('a busy process held to 0.2 cores uses at most about that; release puts it 
   const busy = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
   try {
     const pid = busy.pid!;
+    const groupsBefore = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8');
     cap.add([pid, 999_999_999]); // a PID that is gone is skipped
+    assert.match(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'), /dartflow-test-cap/);
     const before = cpuSeconds(pid)!;
     const startedAt = Date.now();
     await sleep(3000);
@@ -33,7 +35,7 @@ test('a busy process held to 0.2 cores uses at most about that; release puts it 
     assert.ok(cores > 0.05, `capped process still ran (${cores.toFixed(2)} cores)`);
     cap.release();
     assert.equal(fs.existsSync(cap.path), false, 'the group is removed');
-    assert.doesNotMatch(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'), /dartflow-test-cap/);
+    assert.equal(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'), groupsBefore, 'back where it was');
   } finally {
     busy.kill('SIGKILL');
     if (fs.existsSync(cap.path)) cap.release();
