@@ -472,25 +472,22 @@ async function measureWindows(ctx: ThroughputContext, tputId: string, cap: CpuCa
       cores: coresIn(cpuBefore, cpuNow(cpuGroups), seconds),
     };
   };
+  // One client per env slot of the loop, spread over the servers (at least one per batch slot).
+  const lanesAtEnvSlots = Math.max(ctx.seqs, Math.ceil(ctx.envs / ctx.servers.length));
   const atBatchSlots = await driveDirect(ctx.seqs);
-  const atEnvSlots = await driveDirect(Math.max(ctx.seqs, Math.ceil(ctx.envs / ctx.servers.length)));
-  const comparisons = [atBatchSlots, atEnvSlots].map((d) => compareThroughput(dartflow, d.window));
+  const atEnvSlots = await driveDirect(lanesAtEnvSlots);
+  const drives = [atBatchSlots, atEnvSlots];
+  const comparisons = drives.map((d) => compareThroughput(dartflow, d.window));
   const best = comparisons[0]!.direct.tokensPerSecond >= comparisons[1]!.direct.tokensPerSecond ? 0 : 1;
   const throughput = comparisons[best]!;
-  const drives = [atBatchSlots, atEnvSlots];
   // Diagnostic: the direct drive at the loop's concurrency once more with a stand-in for the env side beside
   // vLLM (memory-streaming processes held to ctx.coloadCores): how much vLLM slows from sharing the machine
   // alone, with nothing of dartflow's loop in the way. Not part of the headline ratio.
-  let directWithCoload: {
-    tokensPerSecond: number;
-    steadyTokensPerSecond: number;
-    vllmCores: number;
-    coloadCores: number;
-  } | null = null;
+  let directWithCoload: RolloutThroughput['directWithCoload'] = null;
   if (ctx.coloadCores && ctx.coloadCores > 0) {
     const coload = startCoload(ctx.coloadCores);
     try {
-      const d = await driveDirect(Math.max(ctx.seqs, Math.ceil(ctx.envs / ctx.servers.length)));
+      const d = await driveDirect(lanesAtEnvSlots);
       directWithCoload = {
         tokensPerSecond: Number((d.window.tokens / d.window.seconds).toFixed(1)),
         steadyTokensPerSecond: Number(d.steady.toFixed(1)),
@@ -523,13 +520,13 @@ async function measureWindows(ctx: ThroughputContext, tputId: string, cap: CpuCa
   };
   const cores = {
     dartflowLoop: loopCores,
-    direct: [atBatchSlots, atEnvSlots][best]!.cores,
+    direct: drives[best]!.cores,
     directAtBatchSlots: atBatchSlots.cores,
     directAtEnvSlots: atEnvSlots.cores,
   };
   ctx.log(`cores busy: ${JSON.stringify(cores)}`);
   ctx.log(
-    `vLLM cache hit rates (caches emptied before each window): loop ${JSON.stringify(loopCacheRates)}, direct ${JSON.stringify([atBatchSlots, atEnvSlots].map((d) => ({ prefixHitRate: d.window.prefixHitRate, mmHitRate: d.window.mmHitRate })))}`
+    `vLLM cache hit rates (caches emptied before each window): loop ${JSON.stringify(loopCacheRates)}, direct ${JSON.stringify(drives.map((d) => ({ prefixHitRate: d.window.prefixHitRate, mmHitRate: d.window.mmHitRate })))}`
   );
   ctx.log(
     `direct drive by concurrency: ${directByConcurrency.map((d) => `${d.concurrency} clients ${d.tokensPerSecond} tokens/s (loop ${d.ratio.toFixed(2)}×)`).join(', ')}`
