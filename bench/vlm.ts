@@ -26,12 +26,17 @@
  * On this machine the loop's own processes (Chromium, env worker, Temporal, MinIO) share the 2 cores with
  * vLLM. So, where the machine allows a cgroup CPU quota (root), the three windows run a second time with
  * vLLM's processes held to --vllm-cores (default 1.5) in every window: vLLM gets the same compute in the
- * loop and in the direct drive, as on an inference machine of its own, and the env side the rest.
+ * loop and in the direct drive, as on an inference machine of its own, and the env side the rest. A quota
+ * still shares cores (time slices, L1/L2 caches, wake-ups) with the env side; so, where the machine allows
+ * cpusets, the three windows run a third time with vLLM's processes on --vllm-cpus (default: the last CPU)
+ * and every other process of the bench (workers, Chromium, fronts, direct client, Temporal, MinIO) on the
+ * other CPUs: inference and envs on cores of their own, as on separate machines.
  *
  * Writes vlm.json and vlm-vs-{time,episodes}.png, vlm-systems.png to the bench output directory (docs/bench
  * with --publish).
  * Run: npm run bench -- vlm [--minutes 30] [--size tiny|small|base] [--bc 256] [--bc-epochs 8] [--envs 8] [--seqs 2] [--env-nice 10]
  *      [--eval-episodes 32] [--eval-every 3] [--throughput-episodes 32] [--skip-throughput] [--vllm-cores 1.5 (0: no capped windows)] [--coload-cores 0]
+ *      [--vllm-cpus last|none|1,2 (CPUs of vLLM's own in the third set)]
  *      [section.field=value ...]
  */
 import fs from 'node:fs';
@@ -62,9 +67,14 @@ import {
   evalPointRecord,
   quickstartBreakdown,
 } from '../scripts/lib/quickstart-campaign';
-import { createCpuCap, type CpuCap } from './lib/cpu-cap';
+import { createCpuCap, createCpuSet, onlineCpus, type CpuCap, type CpuSet } from './lib/cpu-cap';
 import { benchOutDir, shownPath } from './lib/output';
-import { measureRolloutThroughput, type RolloutThroughput, type ThroughputContext } from './lib/vlm-throughput';
+import {
+  measureRolloutThroughput,
+  type RolloutThroughput,
+  type ThroughputContext,
+  type VllmPlacement,
+} from './lib/vlm-throughput';
 import { reloadLatencyByServer, reloadSamples, trainerTiming, type RolloutEvent } from './lib/vlm-metrics';
 
 const SERVER_IDS = ['vlm-a', 'vlm-b'];
@@ -89,6 +99,8 @@ interface VlmBenchOptions {
   vllmCores: number;
   /** Diagnostic: cores of memory-streaming co-load beside vLLM in a fourth, capped direct window (0 = none). */
   coloadCores: number;
+  /** CPUs of vLLM's own in the third set of throughput windows (the rest of the bench on the others); [] = no third set. */
+  vllmCpus: number[];
   overrides: string[];
 }
 
@@ -112,6 +124,7 @@ function parseOptions(args: string[]): VlmBenchOptions {
       'max-pixels': { type: 'string', default: String(36 * 28 * 28) },
       'vllm-cores': { type: 'string', default: '1.5' },
       'coload-cores': { type: 'string', default: '0' },
+      'vllm-cpus': { type: 'string', default: 'last' },
     },
   });
   const num = (name: string, v: string | undefined, min: number): number => {
@@ -138,8 +151,23 @@ function parseOptions(args: string[]): VlmBenchOptions {
     maxPixels: num('max-pixels', values['max-pixels'], 4 * 28 * 28),
     vllmCores: num('vllm-cores', values['vllm-cores'], 0),
     coloadCores: num('coload-cores', values['coload-cores'], 0),
+    vllmCpus: cpuList(values['vllm-cpus'] ?? 'last'),
     overrides: positionals,
   };
+}
+
+/** --vllm-cpus: "last" (the last online CPU, on a machine with ≥ 2), "none", or a list such as "1" or "2,3". */
+function cpuList(v: string): number[] {
+  const online = onlineCpus();
+  if (v === 'none') return [];
+  if (v === 'last') return online.length >= 2 ? [online[online.length - 1]!] : [];
+  const cpus = v.split(',').map((x) => Number(x.trim()));
+  const wrong = cpus.filter((c) => !Number.isInteger(c) || !online.includes(c));
+  if (wrong.length > 0 || cpus.length >= online.length)
+    throw new Error(
+      `--vllm-cpus: got ${JSON.stringify(v)}; give "last", "none" or some (not all) of the online CPUs ${online.join(',')}`
+    );
+  return cpus;
 }
 
 /** The campaign this benchmark runs; every field it does not set has DART's default (docs/configuration.md). */
@@ -332,6 +360,8 @@ export async function benchVlm(args: string[]): Promise<void> {
     let colocated: RolloutThroughput | null = null;
     let capped: RolloutThroughput | null = null;
     let capSkipped: string | null = null;
+    let ownCpus: RolloutThroughput | null = null;
+    let ownCpusSkipped: string | null = null;
     if (!o.skipThroughput) {
       const ctx: ThroughputContext = {
         client,
@@ -362,8 +392,29 @@ export async function benchVlm(args: string[]): Promise<void> {
           capped = await measureRolloutThroughput(
             { ...ctx, coloadCores: o.coloadCores },
             `${campaignId}-throughput-capped`,
-            cap
+            { label: `vLLM held to ${o.vllmCores} cores`, vllm: cap, vllmCores: o.vllmCores }
           );
+        }
+      }
+      if (o.vllmCpus.length > 0) {
+        let placement: VllmPlacement | null = null;
+        const restCpus = onlineCpus().filter((c) => !o.vllmCpus.includes(c));
+        let vllmSet: CpuSet | null = null;
+        try {
+          vllmSet = createCpuSet(`dartflow-bench-vllm-cpus-${process.pid}`, o.vllmCpus);
+          placement = {
+            label: `vLLM on CPU ${o.vllmCpus.join(',')}, the rest on CPU ${restCpus.join(',')}`,
+            vllm: vllmSet,
+            rest: createCpuSet(`dartflow-bench-rest-cpus-${process.pid}`, restCpus),
+          };
+        } catch (err) {
+          vllmSet?.release(); // made before the second set failed: not left behind
+          ownCpusSkipped = (err as Error).message;
+          log(`windows with vLLM on CPUs of its own skipped: ${ownCpusSkipped}`);
+        }
+        if (placement) {
+          log(`the three windows again with ${placement.label}`);
+          ownCpus = await measureRolloutThroughput(ctx, `${campaignId}-throughput-own-cpus`, placement);
         }
       }
     }
@@ -417,6 +468,8 @@ export async function benchVlm(args: string[]): Promise<void> {
       ...(colocated ?? { throughput: null }),
       // The same three windows with vLLM held to --vllm-cores in each (null: not measured; skipped: why).
       vllmCapped: capped ?? (capSkipped ? { skipped: capSkipped } : null),
+      // The same three windows with vLLM on --vllm-cpus and everything else on the other CPUs.
+      vllmOwnCpus: ownCpus ?? (ownCpusSkipped ? { skipped: ownCpusSkipped } : null),
     };
     fs.writeFileSync(path.join(dir, 'vlm.json'), JSON.stringify(out, null, 2));
     const title = `VLM campaign (${o.size} Qwen2-VL, ${built.parameters.toLocaleString('en')} params; BC on ${o.bc} demos, then RL) — held-out success`;
@@ -436,6 +489,7 @@ export async function benchVlm(args: string[]): Promise<void> {
       ...[
         { run: colocated, label: 'shared cores' },
         { run: capped, label: `vLLM at ${o.vllmCores} cores` },
+        { run: ownCpus, label: `vLLM on CPU ${o.vllmCpus.join(',')}` },
       ].flatMap(({ run, label }) =>
         run
           ? [

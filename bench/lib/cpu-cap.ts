@@ -1,46 +1,62 @@
 /**
- * Holds a set of processes to a fixed CPU budget (a Linux cgroup CPU quota) for the length of a benchmark
- * window: `cores` = 1.5 lets them use 1.5 cores' worth of CPU time per scheduling period, whatever else runs.
- * The VLM bench uses it to give vLLM the same compute in the episode-loop window and in the direct drive, the
- * way an inference machine of its own would (DART's env cluster and rollout servers are separate machines);
- * on a shared 2-core machine the loop's own processes otherwise take their CPU from vLLM.
+ * Holds a set of processes to a fixed CPU budget for the length of a benchmark window, with a Linux cgroup:
+ * - a CPU quota (createCpuCap): `cores` = 1.5 lets them use 1.5 cores' worth of CPU time per scheduling
+ *   period, on any core, whatever else runs;
+ * - a cpuset (createCpuSet): they run on the listed CPUs only. Two sets that split the CPUs between vLLM and
+ *   everything else give each side cores of its own: no time slices, L1/L2 caches or wake-ups shared.
+ * The VLM bench uses them to give vLLM the same compute in the episode-loop window and in the direct drive,
+ * the way an inference machine of its own would (DART's env cluster and rollout servers are separate
+ * machines); on a shared 2-core machine the loop's own processes otherwise take their CPU from vLLM.
  *
- * Works with cgroup v1 (a writable `cpu` hierarchy: cfs_quota_us/cfs_period_us) or v2 (a writable hierarchy
- * whose root enables the `cpu` controller: cpu.max). Needs root. Moving a process moves all its threads;
- * children it starts later inherit the group.
+ * Works with cgroup v1 (writable `cpu` / `cpuset` hierarchies) or v2 (a writable hierarchy whose root
+ * enables the `cpu` / `cpuset` controller). Needs root. Moving a process moves all its threads; children it
+ * starts later inherit the group.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
 /** Scheduling period: short, so a group out of quota waits at most this long (vLLM's steps are 10–50 ms). */
 const PERIOD_US = 20_000;
 
+type Controller = 'cpu' | 'cpuset';
+
 interface Hierarchy {
   kind: 'v1' | 'v2';
   root: string;
+  controller: Controller;
 }
 
-function findHierarchy(): Hierarchy | string {
-  const v1 = '/sys/fs/cgroup/cpu';
-  if (fs.existsSync(path.join(v1, 'cpu.cfs_quota_us'))) return { kind: 'v1', root: v1 };
+function findHierarchy(controller: Controller): Hierarchy | string {
+  const v1 = `/sys/fs/cgroup/${controller}`;
+  const v1File = controller === 'cpu' ? 'cpu.cfs_quota_us' : 'cpuset.cpus';
+  if (fs.existsSync(path.join(v1, v1File))) return { kind: 'v1', root: v1, controller };
   for (const root of ['/sys/fs/cgroup', '/sys/fs/cgroup/unified']) {
     try {
       const controllers = fs.readFileSync(path.join(root, 'cgroup.subtree_control'), 'utf8').split(/\s+/);
-      if (controllers.includes('cpu')) return { kind: 'v2', root };
+      if (controllers.includes(controller)) return { kind: 'v2', root, controller };
     } catch {
       // not a v2 root with delegated controllers
     }
   }
-  return 'no cgroup hierarchy with the cpu controller (v1 /sys/fs/cgroup/cpu, or v2 with "cpu" in cgroup.subtree_control)';
+  return `no cgroup hierarchy with the ${controller} controller (v1 /sys/fs/cgroup/${controller}, or v2 with "${controller}" in cgroup.subtree_control)`;
 }
 
-export interface CpuCap {
-  readonly cores: number;
+/** A cgroup the bench moves processes into for a window. */
+export interface CpuGroup {
   readonly path: string;
   /** Moves `pids` into the group (a PID that has exited is skipped). */
   add(pids: readonly number[]): void;
   /** Moves every process in the group back to where it was (best effort, warns) and removes the group. */
   release(): void;
+}
+
+export interface CpuCap extends CpuGroup {
+  readonly cores: number;
+}
+
+export interface CpuSet extends CpuGroup {
+  readonly cpus: readonly number[];
 }
 
 /**
@@ -49,21 +65,100 @@ export interface CpuCap {
  */
 export function createCpuCap(name: string, cores: number): CpuCap {
   if (!(cores > 0)) throw new RangeError(`cpu cap: cores must be > 0, got ${cores}`);
-  const h = findHierarchy();
-  if (typeof h === 'string') throw new Error(`cpu cap: ${h}; run without the cap`);
-  const dir = path.join(h.root, name);
   const quota = Math.round(cores * PERIOD_US);
-  try {
-    fs.mkdirSync(dir, { recursive: true });
+  const group = createGroup('cpu cap', 'cpu', name, (h, dir) => {
     if (h.kind === 'v1') {
       fs.writeFileSync(path.join(dir, 'cpu.cfs_period_us'), String(PERIOD_US));
       fs.writeFileSync(path.join(dir, 'cpu.cfs_quota_us'), String(quota));
     } else {
       fs.writeFileSync(path.join(dir, 'cpu.max'), `${quota} ${PERIOD_US}`);
     }
+  });
+  return { ...group, cores };
+}
+
+/**
+ * A cgroup named `name` whose processes run on `cpus` only. Moving a process into a cpuset overwrites its
+ * threads' CPU affinity (vLLM pins its OpenMP threads to a core at start-up), so release() gives every
+ * thread back the affinity it had. Throws like createCpuCap where cpusets cannot be made.
+ */
+export function createCpuSet(name: string, cpus: readonly number[]): CpuSet {
+  const online = onlineCpus();
+  const bad = cpus.filter((c) => !Number.isInteger(c) || !online.includes(c));
+  if (cpus.length === 0 || bad.length > 0)
+    throw new RangeError(`cpu set: cpus must be some of the online CPUs ${online.join(',')}, got [${cpus.join(',')}]`);
+  const affinity = new Map<number, string>(); // thread id → its affinity before add()
+  const group = createGroup('cpu set', 'cpuset', name, (h, dir) => {
+    // A cpuset takes no process until it has both CPUs and memory nodes; use the parent's memory nodes.
+    const mems = fs.readFileSync(path.join(h.root, h.kind === 'v1' ? 'cpuset.mems' : 'cpuset.mems.effective'), 'utf8');
+    fs.writeFileSync(path.join(dir, 'cpuset.cpus'), cpus.join(','));
+    fs.writeFileSync(path.join(dir, 'cpuset.mems'), mems.trim());
+  });
+  return {
+    path: group.path,
+    cpus,
+    add(pids) {
+      for (const pid of pids)
+        for (const [tid, list] of threadAffinities(pid)) if (!affinity.has(tid)) affinity.set(tid, list);
+      group.add(pids);
+    },
+    release() {
+      group.release();
+      for (const [tid, list] of affinity) {
+        try {
+          execFileSync('taskset', ['-pc', list, String(tid)], { stdio: 'ignore' });
+        } catch {
+          // the thread has exited (or taskset is missing: the kernel's default, every CPU, stays)
+        }
+      }
+      affinity.clear();
+    },
+  };
+}
+
+/** The machine's online CPUs (/sys/devices/system/cpu/online, e.g. "0-1"). */
+export function onlineCpus(): number[] {
+  const text = fs.readFileSync('/sys/devices/system/cpu/online', 'utf8').trim();
+  return text.split(',').flatMap((part) => {
+    const [a, b] = part.split('-').map(Number);
+    return b === undefined ? [a!] : Array.from({ length: b - a! + 1 }, (_, i) => a! + i);
+  });
+}
+
+/** Each thread of `pid` with its CPU affinity list (/proc/<pid>/task/<tid>/status Cpus_allowed_list). */
+function threadAffinities(pid: number): Array<[number, string]> {
+  let tids: string[];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return []; // exited
+  }
+  return tids.flatMap((tid): Array<[number, string]> => {
+    try {
+      const m = /^Cpus_allowed_list:\s*(\S+)/m.exec(fs.readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'));
+      return m ? [[Number(tid), m[1]!]] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** The group mechanics both kinds share: make it, move processes in, move them back and remove it. */
+function createGroup(
+  what: string,
+  controller: Controller,
+  name: string,
+  configure: (h: Hierarchy, dir: string) => void
+): CpuGroup {
+  const h = findHierarchy(controller);
+  if (typeof h === 'string') throw new Error(`${what}: ${h}; run without it`);
+  const dir = path.join(h.root, name);
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    configure(h, dir);
   } catch (err) {
     throw new Error(
-      `cpu cap: cannot create ${dir} (${(err as Error).message}); the cap needs root and a writable cgroup hierarchy`
+      `${what}: cannot create ${dir} (${(err as Error).message}); it needs root and a writable cgroup hierarchy`
     );
   }
   const procs = (d: string) => path.join(d, 'cgroup.procs');
@@ -77,13 +172,12 @@ export function createCpuCap(name: string, cores: number): CpuCap {
   /** Where each process was before add(): release() puts it back there. */
   const origin = new Map<number, string>();
   return {
-    cores,
     path: dir,
     add(pids) {
       for (const pid of pids) {
         const from = cgroupOf(pid, h);
         if (from === undefined) continue; // exited
-        origin.set(pid, from);
+        if (!origin.has(pid)) origin.set(pid, from);
         move(pid, dir);
       }
     },
@@ -99,7 +193,7 @@ export function createCpuCap(name: string, cores: number): CpuCap {
         try {
           move(pid, origin.get(pid) ?? h.root);
         } catch (err) {
-          console.warn(`cpu cap: could not move process ${pid} out of ${dir}: ${(err as Error).message}`);
+          console.warn(`${what}: could not move process ${pid} out of ${dir}: ${(err as Error).message}`);
         }
       }
       // A process killed just before may still be listed until it is reaped: retry briefly.
@@ -108,7 +202,7 @@ export function createCpuCap(name: string, cores: number): CpuCap {
           fs.rmdirSync(dir);
         } catch (err) {
           if (tries >= 40) {
-            console.warn(`cpu cap: could not remove ${dir}: ${(err as Error).message}`);
+            console.warn(`${what}: could not remove ${dir}: ${(err as Error).message}`);
             return;
           }
           Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
@@ -129,7 +223,7 @@ function cgroupOf(pid: number, h: Hierarchy): string | undefined {
   for (const line of text.split('\n')) {
     const [id, controllers, rel] = line.split(':');
     if (rel === undefined) continue;
-    const matches = h.kind === 'v1' ? controllers!.split(',').includes('cpu') : id === '0';
+    const matches = h.kind === 'v1' ? controllers!.split(',').includes(h.controller) : id === '0';
     if (matches) return path.join(h.root, rel);
   }
   return h.root;

@@ -4,8 +4,9 @@
  * emptied first: the loop (an evaluation workflow: Temporal → env worker → Chromium → UI-TARS prompt →
  * vLLM front → vLLM) on the env worker's slots; then the recorded prompts straight to vLLM with one client
  * loop per vLLM batch slot, and with one per env slot of the loop (its concurrency). Greedy decoding makes
- * every window generate the same tokens. With a CPU cap (bench/lib/cpu-cap.ts) vLLM's processes are held
- * to the same cores in all three windows, as on an inference machine of their own.
+ * every window generate the same tokens. With a placement (bench/lib/cpu-cap.ts) vLLM's processes are held
+ * to the same compute in all three windows, as on an inference machine of their own: a CPU quota, or CPUs of
+ * their own with everything else of the bench on the other CPUs.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -20,7 +21,7 @@ import { loadSuite } from '../../tasks';
 import { PromptRecordSchema } from '../../vlm/prompt-record';
 import type { VllmPolicyServerHandle } from '../../workers/vllm-policy-server';
 import type { EvaluateInput } from '../../workflows/evaluate';
-import { createCpuCap, type CpuCap } from './cpu-cap';
+import { createCpuCap, type CpuGroup } from './cpu-cap';
 import { cpuSeconds, serverPids } from './proc-cpu';
 import {
   batchOccupancy,
@@ -316,6 +317,8 @@ export interface RolloutThroughput {
   cores: Record<string, ReturnType<typeof coresIn>>;
   /** The CPU cap vLLM ran under in all three windows (cores), or null. */
   vllmCoresCap: number | null;
+  /** Where vLLM and the rest ran in all three windows (VllmPlacement.label), or null: every process on every core. */
+  placement: string | null;
   /** The diagnostic direct drive with a co-load beside vLLM (ThroughputContext.coloadCores), or null. */
   directWithCoload: {
     tokensPerSecond: number;
@@ -325,22 +328,44 @@ export interface RolloutThroughput {
   } | null;
 }
 
+/** Where vLLM's processes, and optionally everything else of the bench, run in every window of a measurement. */
+export interface VllmPlacement {
+  /** What it is, for the log and vlm.json: "vLLM held to 1.5 cores", "vLLM on CPU 1, the rest on CPU 0". */
+  label: string;
+  /** vLLM's processes (API servers, engines). */
+  vllm: CpuGroup;
+  /** The bench's own process tree (workers, Chromium, fronts, direct client), Temporal and MinIO, or none. */
+  rest?: CpuGroup;
+  /** vLLM's CPU quota in cores, when `vllm` is one. */
+  vllmCores?: number;
+}
+
 /**
- * Measures the three windows; `tputId` names the evaluation workflow (and its trajectories). With `cap`,
- * every vLLM process (API servers, engines) is moved into it before the first window and out after the last.
+ * Measures the three windows; `tputId` names the evaluation workflow (and its trajectories). With a
+ * placement, every vLLM process is moved into its group before the first window (everything else of the
+ * bench into `rest`) and out after the last.
  */
 export async function measureRolloutThroughput(
   ctx: ThroughputContext,
   tputId: string,
-  cap: CpuCap | null = null
+  placement: VllmPlacement | null = null
 ): Promise<RolloutThroughput> {
-  const vllmPids = () => ctx.servers.flatMap((sv) => (sv.vllm ? processTree(sv.vllm.pid) : []));
+  const vllmPids = ctx.servers.flatMap((sv) => (sv.vllm ? processTree(sv.vllm.pid) : []));
   try {
-    cap?.add(vllmPids());
-    return await measureWindows(ctx, tputId, cap);
+    placement?.vllm.add(vllmPids);
+    placement?.rest?.add(benchPidsBut(vllmPids));
+    return await measureWindows(ctx, tputId, placement);
   } finally {
-    cap?.release();
+    placement?.rest?.release();
+    placement?.vllm.release();
   }
+}
+
+/** The bench's process tree, Temporal's and MinIO's, without `exclude` (vLLM's processes). */
+function benchPidsBut(exclude: readonly number[]): number[] {
+  const servers = Object.values(serverPids()).flatMap((pid) => (pid === undefined ? [] : processTree(pid)));
+  const skip = new Set(exclude);
+  return [...new Set([...processTree(process.pid), ...servers])].filter((pid) => !skip.has(pid));
 }
 
 /**
@@ -382,7 +407,11 @@ function startCoload(cores: number): { stop(): Promise<void> } {
   };
 }
 
-async function measureWindows(ctx: ThroughputContext, tputId: string, cap: CpuCap | null): Promise<RolloutThroughput> {
+async function measureWindows(
+  ctx: ThroughputContext,
+  tputId: string,
+  placement: VllmPlacement | null
+): Promise<RolloutThroughput> {
   const suite = loadSuite(ctx.suite);
   const input: EvaluateInput = {
     campaignId: tputId,
@@ -535,7 +564,7 @@ async function measureWindows(ctx: ThroughputContext, tputId: string, cap: CpuCa
     `rollout tokens/s: dartflow loop ${throughput.dartflow.tokensPerSecond.toFixed(1)} (${dartflow.tokens} tokens, ${dartflow.requests} requests, ${dartflow.seconds.toFixed(1)} s), direct ${direct.tokensPerSecond.toFixed(1)} (${direct.tokens} tokens, ${direct.seconds.toFixed(1)} s, ${direct.concurrency} clients, the faster drive): ${throughput.ratio.toFixed(2)}×`
   );
   ctx.log(
-    `steady state (middle 80 % of each window's tokens): loop ${steady.loop}, direct ${steady.direct} tokens/s: ${steady.ratio.toFixed(2)}×${cap ? ` (vLLM held to ${cap.cores} cores in every window)` : ''}`
+    `steady state (middle 80 % of each window's tokens): loop ${steady.loop}, direct ${steady.direct} tokens/s: ${steady.ratio.toFixed(2)}×${placement ? ` (${placement.label} in every window)` : ''}`
   );
   ctx.log(`episode loop time (Σ over ${loop.episodes} episodes): ${JSON.stringify(loop)}`);
   // The fronts' answered requests and their time in the front and in vLLM over the loop window.
@@ -559,6 +588,7 @@ async function measureWindows(ctx: ThroughputContext, tputId: string, cap: CpuCa
     loopBreakdown: loop,
     feeding,
     cores,
-    vllmCoresCap: cap?.cores ?? null,
+    vllmCoresCap: placement?.vllmCores ?? null,
+    placement: placement?.label ?? null,
   };
 }

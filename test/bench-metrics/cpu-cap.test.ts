@@ -1,12 +1,13 @@
 /**
- * The VLM bench's CPU cap (bench/lib/cpu-cap.ts) on this machine's real cgroup hierarchy: a busy process
- * moved into a 0.2-core group uses at most about that, and release() puts it back and removes the group.
+ * The VLM bench's CPU groups (bench/lib/cpu-cap.ts) on this machine's real cgroup hierarchy: a busy process
+ * moved into a 0.2-core group uses at most about that; one moved into a cpuset runs on its CPUs only and
+ * gets its own CPU affinity back on release; release() puts it back and removes the group.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { test } from 'node:test';
-import { createCpuCap } from '../../bench/lib/cpu-cap';
+import { createCpuCap, createCpuSet, onlineCpus } from '../../bench/lib/cpu-cap';
 import { cpuSeconds } from '../../bench/lib/proc-cpu';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -44,4 +45,79 @@ test('a busy process held to 0.2 cores uses at most about that; release puts it 
 
 test('a cap of no cores is refused with the reason', () => {
   assert.throws(() => createCpuCap('dartflow-test-cap-zero', 0), /cores must be > 0, got 0/);
+});
+
+/** Each thread's CPU affinity list, CPU time (ticks) and the CPU it last ran on (/proc/<pid>/task/<tid>/{status,stat}). */
+function threadCpus(pid: number): Array<{ tid: string; allowed: string; ticks: number; lastRanOn: number }> {
+  return fs.readdirSync(`/proc/${pid}/task`).map((tid) => {
+    const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // f[0] is field 3 (state)
+    const status = fs.readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+    return {
+      tid,
+      allowed: /^Cpus_allowed_list:\s*(\S+)/m.exec(status)![1]!,
+      ticks: Number(f[11]) + Number(f[12]), // utime + stime
+      lastRanOn: Number(f[36]), // field 39: processor
+    };
+  });
+}
+
+const allowedOf = (pid: number) => [...new Set(threadCpus(pid).map((th) => th.allowed))];
+
+test('a process moved into a cpuset runs on its CPUs only; release gives back its affinity and removes the group', async (t) => {
+  const online = onlineCpus();
+  if (online.length < 2) {
+    t.skip(`one online CPU (${online.join(',')}): nothing to split`);
+    return;
+  }
+  const [first, last] = [online[0]!, online[online.length - 1]!];
+  let set;
+  try {
+    set = createCpuSet(`dartflow-test-set-${process.pid}`, [last]);
+  } catch (err) {
+    t.skip((err as Error).message); // no writable cpuset controller: the bench skips its own-CPU windows
+    return;
+  }
+  // Two busy threads pinned to the first CPU, as vLLM pins its OpenMP threads at start-up.
+  const busy = spawn(
+    'taskset',
+    [
+      '-c',
+      String(first),
+      process.execPath,
+      '-e',
+      "const { Worker } = require('node:worker_threads'); new Worker('for (;;) {}', { eval: true }); for (;;) {}",
+    ],
+    { stdio: 'ignore' }
+  );
+  try {
+    // taskset execs node in place: the PID is node's.
+    const pid = busy.pid!;
+    await sleep(1000);
+    const groupsBefore = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+    assert.deepEqual(allowedOf(pid), [String(first)]);
+    set.add([pid, 999_999_999]); // a PID that is gone is skipped
+    assert.deepEqual(allowedOf(pid), [String(last)], "every thread may run on the set's CPU only");
+    const before = new Map(threadCpus(pid).map((th) => [th.tid, th.ticks]));
+    await sleep(1500);
+    // The threads that ran since (the two busy ones at least) ran there.
+    const ran = threadCpus(pid).filter((th) => th.ticks > (before.get(th.tid) ?? 0));
+    assert.ok(ran.length >= 2, `${ran.length} threads ran`);
+    assert.deepEqual([...new Set(ran.map((th) => th.lastRanOn))], [last], 'and ran there');
+    set.release();
+    assert.equal(fs.existsSync(set.path), false, 'the group is removed');
+    assert.equal(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'), groupsBefore, 'back where it was');
+    assert.deepEqual(allowedOf(pid), [String(first)], 'its own affinity back');
+  } finally {
+    busy.kill('SIGKILL');
+    if (fs.existsSync(set.path)) set.release();
+  }
+});
+
+test('a cpuset of CPUs the machine does not have is refused with the ones it has', () => {
+  assert.throws(
+    () => createCpuSet('dartflow-test-set-bad', [999]),
+    /cpus must be some of the online CPUs .*got \[999\]/
+  );
+  assert.throws(() => createCpuSet('dartflow-test-set-empty', []), /got \[\]/);
 });
