@@ -79,8 +79,9 @@ export function createCpuCap(name: string, cores: number): CpuCap {
 
 /**
  * A cgroup named `name` whose processes run on `cpus` only. Moving a process into a cpuset overwrites its
- * threads' CPU affinity (vLLM pins its OpenMP threads to a core at start-up), so release() gives every
- * thread back the affinity it had. Throws like createCpuCap where cpusets cannot be made.
+ * threads' CPU affinity on kernels before 6.2 (later ones keep the affinity a thread asked for and apply it
+ * again when it leaves); vLLM pins its OpenMP threads to a core at start-up, so release() gives every thread
+ * back the affinity it had, whatever the kernel. Throws like createCpuCap where cpusets cannot be made.
  */
 export function createCpuSet(name: string, cpus: readonly number[]): CpuSet {
   const online = onlineCpus();
