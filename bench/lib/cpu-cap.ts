@@ -89,22 +89,20 @@ export function createCpuSet(name: string, cpus: readonly number[]): CpuSet {
   if (cpus.length === 0 || bad.length > 0)
     throw new RangeError(`cpu set: cpus must be some of the online CPUs ${online.join(',')}, got [${cpus.join(',')}]`);
   const affinity = new Map<number, string>(); // thread id → its affinity before add()
-  const group = createGroup('cpu set', 'cpuset', name, (h, dir) => {
-    // A cpuset takes no process until it has both CPUs and memory nodes; use the parent's memory nodes.
-    const mems = fs.readFileSync(path.join(h.root, h.kind === 'v1' ? 'cpuset.mems' : 'cpuset.mems.effective'), 'utf8');
-    fs.writeFileSync(path.join(dir, 'cpuset.cpus'), cpus.join(','));
-    fs.writeFileSync(path.join(dir, 'cpuset.mems'), mems.trim());
-  });
-  return {
-    path: group.path,
-    cpus,
-    add(pids) {
-      for (const pid of pids)
-        for (const [tid, list] of threadAffinities(pid)) if (!affinity.has(tid)) affinity.set(tid, list);
-      group.add(pids);
+  const group = createGroup(
+    'cpu set',
+    'cpuset',
+    name,
+    (h, dir) => {
+      // A cpuset takes no process until it has both CPUs and memory nodes; use the parent's memory nodes.
+      const mems = fs.readFileSync(
+        path.join(h.root, h.kind === 'v1' ? 'cpuset.mems' : 'cpuset.mems.effective'),
+        'utf8'
+      );
+      fs.writeFileSync(path.join(dir, 'cpuset.cpus'), cpus.join(','));
+      fs.writeFileSync(path.join(dir, 'cpuset.mems'), mems.trim());
     },
-    release() {
-      group.release();
+    () => {
       for (const [tid, list] of affinity) {
         try {
           execFileSync('taskset', ['-pc', list, String(tid)], { stdio: 'ignore' });
@@ -113,6 +111,15 @@ export function createCpuSet(name: string, cpus: readonly number[]): CpuSet {
         }
       }
       affinity.clear();
+    }
+  );
+  return {
+    ...group,
+    cpus,
+    add(pids) {
+      for (const pid of pids)
+        for (const [tid, list] of threadAffinities(pid)) if (!affinity.has(tid)) affinity.set(tid, list);
+      group.add(pids);
     },
   };
 }
@@ -149,7 +156,9 @@ function createGroup(
   what: string,
   controller: Controller,
   name: string,
-  configure: (h: Hierarchy, dir: string) => void
+  configure: (h: Hierarchy, dir: string) => void,
+  /** Runs at the end of release(), once the processes are out (a cpuset restores their threads' affinity). */
+  afterRelease: () => void = () => undefined
 ): CpuGroup {
   const h = findHierarchy(controller);
   if (typeof h === 'string') throw new Error(`${what}: ${h}; run without it`);
@@ -158,6 +167,11 @@ function createGroup(
     fs.mkdirSync(dir, { recursive: true });
     configure(h, dir);
   } catch (err) {
+    try {
+      fs.rmdirSync(dir); // made but not configured: not left behind
+    } catch {
+      // never made
+    }
     throw new Error(
       `${what}: cannot create ${dir} (${(err as Error).message}); it needs root and a writable cgroup hierarchy`
     );
@@ -172,7 +186,7 @@ function createGroup(
   };
   /** Where each process was before add(): release() puts it back there. */
   const origin = new Map<number, string>();
-  return {
+  const group: CpuGroup = {
     path: dir,
     add(pids) {
       for (const pid of pids) {
@@ -183,6 +197,7 @@ function createGroup(
       }
     },
     release() {
+      process.off('exit', releaseOnExit);
       // Best effort: a measurement must not be lost to a process that will not move back.
       let inside: number[] = [];
       try {
@@ -204,13 +219,19 @@ function createGroup(
         } catch (err) {
           if (tries >= 40) {
             console.warn(`${what}: could not remove ${dir}: ${(err as Error).message}`);
-            return;
+            break;
           }
           Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
         }
       }
+      afterRelease();
     },
   };
+  // A bench that ends while the group holds processes (an error, SIGTERM → process.exit) must not leave
+  // Temporal, MinIO or vLLM held to a quota or to one CPU: release() is synchronous, so it runs on exit too.
+  const releaseOnExit = () => group.release();
+  process.once('exit', releaseOnExit);
+  return group;
 }
 
 /** The directory of `pid`'s group in hierarchy `h`, from /proc/<pid>/cgroup; undefined if it exited. */

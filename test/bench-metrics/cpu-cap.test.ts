@@ -1,14 +1,17 @@
 /**
  * The VLM bench's CPU groups (bench/lib/cpu-cap.ts) on this machine's real cgroup hierarchy: a busy process
  * moved into a 0.2-core group uses at most about that; one moved into a cpuset runs on its CPUs only and
- * gets its own CPU affinity back on release; release() puts it back and removes the group.
+ * gets its own CPU affinity back on release; release() puts it back and removes the group — also when the
+ * process that made the groups exits without releasing them.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { test } from 'node:test';
 import { createCpuCap, createCpuSet, onlineCpus } from '../../bench/lib/cpu-cap';
 import { cpuSeconds } from '../../bench/lib/proc-cpu';
+import { PROJECT_ROOT } from '../../infra/settings';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -121,4 +124,50 @@ test('a cpuset of CPUs the machine does not have is refused with the ones it has
     /cpus must be some of the online CPUs .*got \[999\]/
   );
   assert.throws(() => createCpuSet('dartflow-test-set-empty', []), /got \[\]/);
+});
+
+test('groups a process made are released when it exits without releasing them (an error, SIGTERM → process.exit)', async (t) => {
+  const online = onlineCpus();
+  const sleeper = spawn('sleep', ['60'], { stdio: 'ignore' });
+  let held: string[] = [];
+  try {
+    const pid = sleeper.pid!;
+    const groupsBefore = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+    const affinityBefore = allowedOf(pid);
+    // A bench stand-in: holds the sleeper in a quota and a cpuset, then exits with an error mid-"window".
+    const script = `
+      const { createCpuCap, createCpuSet } = require(${JSON.stringify(path.join(PROJECT_ROOT, 'bench/lib/cpu-cap.ts'))});
+      let cap, set;
+      try {
+        cap = createCpuCap('dartflow-test-exit-cap-' + process.pid, 0.5);
+        set = createCpuSet('dartflow-test-exit-set-' + process.pid, [${online[online.length - 1]}]);
+      } catch (err) {
+        console.log('SKIP ' + err.message);
+        process.exit(0);
+      }
+      cap.add([${pid}]);
+      set.add([${pid}]);
+      console.log('HELD ' + cap.path + ' ' + set.path);
+      throw new Error('the window failed');
+    `;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], {
+      cwd: PROJECT_ROOT,
+      encoding: 'utf8',
+    });
+    const out = r.stdout.trim();
+    if (out.startsWith('SKIP')) {
+      t.skip(out.slice(5));
+      return;
+    }
+    assert.match(out, /^HELD /, `the child held the sleeper: ${out} ${r.stderr.slice(-500)}`);
+    assert.notEqual(r.status, 0, 'the child failed');
+    held = out.slice(5).split(' ');
+    for (const dir of held) assert.equal(fs.existsSync(dir), false, `${dir} removed on exit`);
+    assert.equal(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'), groupsBefore, 'the sleeper is back where it was');
+    assert.deepEqual(allowedOf(pid), affinityBefore, 'with its own affinity');
+  } finally {
+    sleeper.kill('SIGKILL');
+    await new Promise((r) => sleeper.once('exit', r));
+    for (const dir of held.filter((d) => fs.existsSync(d))) fs.rmdirSync(dir); // only after a failure
+  }
 });
