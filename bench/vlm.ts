@@ -10,7 +10,8 @@
  * - through dartflow's episode loop: an evaluation workflow (Temporal → env worker → Chromium → UI-TARS
  *   prompt → vLLM front → vLLM) of greedy held-out episodes on the env worker's --envs slots;
  * - the same vLLM servers driven directly (no front, no env, no Temporal) with exactly the prompts that
- *   loop sent (read back from MinIO), greedy, same token budget and bias: once with one client loop per
+ *   loop sent (read back from MinIO), each to the server that answered it in the loop (its prefixes and
+ *   images cached there as in the loop), greedy, same token budget and bias: once with one client loop per
  *   vLLM batch slot, once with as many client loops as the episode loop had env slots (its concurrency);
  *   the headline ratio is against the faster of the two. vLLM's running/waiting gauges are sampled every
  *   250 ms in each window (how full each engine's batch was).

@@ -47,6 +47,8 @@ export interface CpuGroup {
   readonly path: string;
   /** Moves `pids` into the group (a PID that has exited is skipped). */
   add(pids: readonly number[]): void;
+  /** The processes in the group now. */
+  members(): number[];
   /** Moves every process in the group back to where it was (best effort, warns) and removes the group. */
   release(): void;
 }
@@ -88,7 +90,7 @@ export function createCpuSet(name: string, cpus: readonly number[]): CpuSet {
   const bad = cpus.filter((c) => !Number.isInteger(c) || !online.includes(c));
   if (cpus.length === 0 || bad.length > 0)
     throw new RangeError(`cpu set: cpus must be some of the online CPUs ${online.join(',')}, got [${cpus.join(',')}]`);
-  const affinity = new Map<number, string>(); // thread id → its affinity before add()
+  const affinity = new Map<string, ThreadAffinity>(); // thread (pid/tid) → its affinity before add()
   const group = createGroup(
     'cpu set',
     'cpuset',
@@ -103,9 +105,13 @@ export function createCpuSet(name: string, cpus: readonly number[]): CpuSet {
       fs.writeFileSync(path.join(dir, 'cpuset.mems'), mems.trim());
     },
     () => {
-      for (const [tid, list] of affinity) {
+      for (const before of affinity.values()) {
+        const now = threadAffinity(before.pid, before.tid);
+        // Only the same thread (a thread id can be reused by another process's thread meanwhile), and only
+        // where the affinity differs (kernels from 6.2 on have already re-applied it).
+        if (!now || now.startTicks !== before.startTicks || now.list === before.list) continue;
         try {
-          execFileSync('taskset', ['-pc', list, String(tid)], { stdio: 'ignore' });
+          execFileSync('taskset', ['-pc', before.list, String(before.tid)], { stdio: 'ignore' });
         } catch {
           // the thread has exited (or taskset is missing: the kernel's default, every CPU, stays)
         }
@@ -118,7 +124,8 @@ export function createCpuSet(name: string, cpus: readonly number[]): CpuSet {
     cpus,
     add(pids) {
       for (const pid of pids)
-        for (const [tid, list] of threadAffinities(pid)) if (!affinity.has(tid)) affinity.set(tid, list);
+        for (const th of threadAffinities(pid))
+          if (!affinity.has(`${pid}/${th.tid}`)) affinity.set(`${pid}/${th.tid}`, th);
       group.add(pids);
     },
   };
@@ -133,22 +140,37 @@ export function onlineCpus(): number[] {
   });
 }
 
-/** Each thread of `pid` with its CPU affinity list (/proc/<pid>/task/<tid>/status Cpus_allowed_list). */
-function threadAffinities(pid: number): Array<[number, string]> {
+interface ThreadAffinity {
+  pid: number;
+  tid: number;
+  /** Cpus_allowed_list, e.g. "0-1". */
+  list: string;
+  /** When the thread started (clock ticks since boot): tells a reused thread id from the thread recorded. */
+  startTicks: number;
+}
+
+/** One thread's CPU affinity list and start time (/proc/<pid>/task/<tid>/{status,stat}); undefined if gone. */
+function threadAffinity(pid: number, tid: number): ThreadAffinity | undefined {
+  try {
+    const dir = `/proc/${pid}/task/${tid}`;
+    const m = /^Cpus_allowed_list:\s*(\S+)/m.exec(fs.readFileSync(`${dir}/status`, 'utf8'));
+    const stat = fs.readFileSync(`${dir}/stat`, 'utf8');
+    const startTicks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]); // field 22: starttime
+    return m ? { pid, tid, list: m[1]!, startTicks } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Each thread of `pid` with its CPU affinity list and start time. */
+function threadAffinities(pid: number): ThreadAffinity[] {
   let tids: string[];
   try {
     tids = fs.readdirSync(`/proc/${pid}/task`);
   } catch {
     return []; // exited
   }
-  return tids.flatMap((tid): Array<[number, string]> => {
-    try {
-      const m = /^Cpus_allowed_list:\s*(\S+)/m.exec(fs.readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'));
-      return m ? [[Number(tid), m[1]!]] : [];
-    } catch {
-      return [];
-    }
-  });
+  return tids.flatMap((tid) => threadAffinity(pid, Number(tid)) ?? []);
 }
 
 /** The group mechanics both kinds share: make it, move processes in, move them back and remove it. */
@@ -162,6 +184,7 @@ function createGroup(
 ): CpuGroup {
   const h = findHierarchy(controller);
   if (typeof h === 'string') throw new Error(`${what}: ${h}; run without it`);
+  sweepOrphans(h);
   const dir = path.join(h.root, name);
   try {
     fs.mkdirSync(dir, { recursive: true });
@@ -186,26 +209,29 @@ function createGroup(
   };
   /** Where each process was before add(): release() puts it back there. */
   const origin = new Map<number, string>();
+  const members = (): number[] => {
+    try {
+      return fs.readFileSync(procs(dir), 'utf8').split('\n').filter(Boolean).map(Number);
+    } catch {
+      return []; // the group is gone already
+    }
+  };
   const group: CpuGroup = {
     path: dir,
+    members,
     add(pids) {
       for (const pid of pids) {
         const from = cgroupOf(pid, h);
         if (from === undefined) continue; // exited
-        if (!origin.has(pid)) origin.set(pid, from);
+        // A process still in another bench's group goes back to the root, never into a group of ours.
+        if (!origin.has(pid)) origin.set(pid, path.basename(from).startsWith(GROUP_PREFIX) ? h.root : from);
         move(pid, dir);
       }
     },
     release() {
       process.off('exit', releaseOnExit);
       // Best effort: a measurement must not be lost to a process that will not move back.
-      let inside: number[] = [];
-      try {
-        inside = fs.readFileSync(procs(dir), 'utf8').split('\n').filter(Boolean).map(Number);
-      } catch {
-        // the group is gone already
-      }
-      for (const pid of inside) {
+      for (const pid of members()) {
         try {
           move(pid, origin.get(pid) ?? h.root);
         } catch (err) {
@@ -232,6 +258,36 @@ function createGroup(
   const releaseOnExit = () => group.release();
   process.once('exit', releaseOnExit);
   return group;
+}
+
+/** Every group this module makes is named `dartflow-…-<pid of the process that made it>`. */
+const GROUP_PREFIX = 'dartflow-';
+
+/**
+ * Removes groups left by a process that was killed outright (SIGKILL, the OOM killer: no exit hook ran), so
+ * servers a later run reuses (Temporal, MinIO) do not stay held to a quota or one CPU: their processes go
+ * back to the root group.
+ */
+function sweepOrphans(h: Hierarchy): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(h.root);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const owner = /^dartflow-.*-(\d+)$/.exec(name)?.[1];
+    if (!name.startsWith(GROUP_PREFIX) || owner === undefined || fs.existsSync(`/proc/${owner}`)) continue;
+    const dir = path.join(h.root, name);
+    try {
+      for (const pid of fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean))
+        fs.writeFileSync(path.join(h.root, 'cgroup.procs'), pid);
+      fs.rmdirSync(dir);
+      console.warn(`cpu groups: removed ${dir}, left by process ${owner} that is gone`);
+    } catch (err) {
+      console.warn(`cpu groups: could not remove ${dir} (left by process ${owner}): ${(err as Error).message}`);
+    }
+  }
 }
 
 /** The directory of `pid`'s group in hierarchy `h`, from /proc/<pid>/cgroup; undefined if it exited. */

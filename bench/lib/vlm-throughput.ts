@@ -2,8 +2,9 @@
  * Rollout tokens/s of the VLM bench (issue 13.4): dartflow's episode loop against the same vLLM servers
  * driven directly with the loop's very prompts. One call measures three windows, each with vLLM's caches
  * emptied first: the loop (an evaluation workflow: Temporal → env worker → Chromium → UI-TARS prompt →
- * vLLM front → vLLM) on the env worker's slots; then the recorded prompts straight to vLLM with one client
- * loop per vLLM batch slot, and with one per env slot of the loop (its concurrency). Greedy decoding makes
+ * vLLM front → vLLM) on the env worker's slots; then the recorded prompts straight to vLLM (each to the
+ * server that answered it in the loop) with one client loop per vLLM batch slot, and with one per env slot
+ * of the loop (its concurrency). Greedy decoding makes
  * every window generate the same tokens. With a placement (bench/lib/cpu-cap.ts) vLLM's processes are held
  * to the same compute in all three windows, as on an inference machine of their own: a CPU quota, or CPUs of
  * their own with everything else of the bench on the other CPUs.
@@ -319,6 +320,8 @@ export interface RolloutThroughput {
   vllmCoresCap: number | null;
   /** Where vLLM and the rest ran in all three windows (VllmPlacement.label), or null: every process on every core. */
   placement: string | null;
+  /** How many processes each placement group held at the end of the windows (rest: null when none). */
+  placementProcesses: { vllm: number; rest: number | null } | null;
   /** The diagnostic direct drive with a co-load beside vLLM (ThroughputContext.coloadCores), or null. */
   directWithCoload: {
     tokensPerSecond: number;
@@ -352,8 +355,15 @@ export async function measureRolloutThroughput(
 ): Promise<RolloutThroughput> {
   const vllmPids = ctx.servers.flatMap((sv) => (sv.vllm ? processTree(sv.vllm.pid) : []));
   try {
-    placement?.vllm.add(vllmPids);
-    placement?.rest?.add(benchPidsBut(vllmPids));
+    if (placement) {
+      placement.vllm.add(vllmPids);
+      placement.rest?.add(benchPidsBut(vllmPids));
+      // The rest's process list is read after vLLM's: a vLLM process it caught would run on the wrong CPUs.
+      const held = new Set(placement.vllm.members());
+      const strays = vllmPids.filter((pid) => !held.has(pid) && fs.existsSync(`/proc/${pid}`));
+      if (strays.length > 0)
+        throw new Error(`${placement.label}: vLLM processes ${strays.join(', ')} are not in ${placement.vllm.path}`);
+    }
     return await measureWindows(ctx, tputId, placement);
   } finally {
     placement?.rest?.release();
@@ -460,6 +470,18 @@ async function measureWindows(
     envSlots: ctx.envs,
     ...loopCacheRates,
   };
+  // The server that answered each turn in the loop (a turn with none recorded: round-robin).
+  const trim = (u: string | undefined) => u?.replace(/\/+$/, '');
+  const turnsByServer = ctx.servers.map((): RecordedTurn[] => []);
+  let unplaced = 0;
+  turns.forEach((t, i) => {
+    const k = ctx.servers.findIndex((sv) => trim(sv.url) === trim(t.server));
+    if (k < 0) unplaced++;
+    turnsByServer[k >= 0 ? k : i % ctx.servers.length]!.push(t);
+  });
+  ctx.log(
+    `direct drive: turns per server as the loop sent them ${turnsByServer.map((ts) => ts.length).join(' / ')}${unplaced ? ` (${unplaced} with no recorded server, round-robin)` : ''}`
+  );
   // The same prompts straight to vLLM, twice: one client loop per vLLM batch slot (every server always
   // has exactly --seqs requests to batch), then as many loops as the episode loop had env slots (its
   // concurrency). The headline ratio is against the faster of the two.
@@ -469,29 +491,33 @@ async function measureWindows(
     const cpuBefore = cpuNow(cpuGroups);
     const queues = sampleQueues(vllmUrls);
     const startedAt = Date.now();
-    const lanes = ctx.servers.flatMap((sv) =>
-      Array.from(
-        { length: lanesPerServer },
-        () => (t: (typeof turns)[number]) =>
-          directChat(sv.control.baseUrl, 'dartflow', t.messages, { maxTokens: ctx.maxTokens, logitBias: ctx.logitBias })
+    const completions: TokenCompletion[] = [];
+    // Each server gets the turns it answered in the loop, in the loop's order: their prefixes and images are
+    // cached where the loop had them cached (sent anywhere, the replay would lose the loop's per-episode
+    // locality and do more prefill and image work per token than the loop did).
+    const perServer = await Promise.all(
+      turnsByServer.map((own, k) =>
+        runLanes(
+          own,
+          Array.from({ length: lanesPerServer }, () => async (t: RecordedTurn) => {
+            const n = await directChat(ctx.servers[k]!.control.baseUrl, 'dartflow', t.messages, {
+              maxTokens: ctx.maxTokens,
+              logitBias: ctx.logitBias,
+            });
+            completions.push({ at: Date.now(), tokens: n });
+            return n;
+          })
+        )
       )
     );
-    const completions: TokenCompletion[] = [];
-    const tokens = await runLanes(
-      turns,
-      lanes.map((send) => async (t: (typeof turns)[number]) => {
-        const n = await send(t);
-        completions.push({ at: Date.now(), tokens: n });
-        return n;
-      })
-    );
+    const tokens = perServer.flat();
     const seconds = (Date.now() - startedAt) / 1000;
     const occupancy = queues.stop().map((q) => batchOccupancy(q, ctx.seqs));
     const window: ThroughputWindow = {
       tokens: tokens.reduce((a, n) => a + n, 0),
       requests: tokens.length,
       seconds,
-      concurrency: lanes.length,
+      concurrency: lanesPerServer * ctx.servers.length,
       ...cacheHitRates(cacheBefore, await cacheCountersOf(vllmUrls)),
     };
     return {
@@ -590,5 +616,8 @@ async function measureWindows(
     cores,
     vllmCoresCap: placement?.vllmCores ?? null,
     placement: placement?.label ?? null,
+    placementProcesses: placement
+      ? { vllm: placement.vllm.members().length, rest: placement.rest?.members().length ?? null }
+      : null,
   };
 }

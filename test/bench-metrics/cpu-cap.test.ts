@@ -5,7 +5,7 @@
  * process that made the groups exits without releasing them.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -107,10 +107,13 @@ test('a process moved into a cpuset runs on its CPUs only; release gives back it
     const ran = threadCpus(pid).filter((th) => th.ticks > (before.get(th.tid) ?? 0));
     assert.ok(ran.length >= 2, `${ran.length} threads ran`);
     assert.deepEqual([...new Set(ran.map((th) => th.lastRanOn))], [last], 'and ran there');
+    // Overwrite the threads' affinity inside the set, as moving into a cpuset does on kernels before 6.2 (later
+    // ones keep the affinity a thread asked for and re-apply it on the way out — which would hide a missing
+    // restore): release() must still give them their own.
+    execFileSync('taskset', ['-apc', String(last), String(pid)], { stdio: 'ignore' });
     set.release();
     assert.equal(fs.existsSync(set.path), false, 'the group is removed');
     assert.equal(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'), groupsBefore, 'back where it was');
-    // Kernels from 6.2 on re-apply the affinity a thread asked for themselves; on older ones release() does.
     assert.deepEqual(allowedOf(pid), [String(first)], 'its own affinity back');
   } finally {
     busy.kill('SIGKILL');
@@ -169,5 +172,45 @@ test('groups a process made are released when it exits without releasing them (a
     sleeper.kill('SIGKILL');
     await new Promise((r) => sleeper.once('exit', r));
     for (const dir of held.filter((d) => fs.existsSync(d))) fs.rmdirSync(dir); // only after a failure
+  }
+});
+
+test('a group left by a process killed outright is removed by the next one, its processes back in the root group', async (t) => {
+  // A PID that is gone: a process that has exited.
+  const gone = spawn('true');
+  await new Promise((r) => gone.once('exit', r));
+  const root = '/sys/fs/cgroup/cpuset';
+  if (!fs.existsSync(path.join(root, 'cpuset.cpus'))) {
+    t.skip('no cgroup v1 cpuset hierarchy to plant an orphan in');
+    return;
+  }
+  const orphan = path.join(root, `dartflow-test-orphan-${gone.pid}`);
+  const sleeper = spawn('sleep', ['60'], { stdio: 'ignore' });
+  try {
+    const pid = sleeper.pid!;
+    try {
+      fs.mkdirSync(orphan);
+      fs.writeFileSync(path.join(orphan, 'cpuset.cpus'), String(onlineCpus()[0]));
+      fs.writeFileSync(
+        path.join(orphan, 'cpuset.mems'),
+        fs.readFileSync(path.join(root, 'cpuset.mems'), 'utf8').trim()
+      );
+      fs.writeFileSync(path.join(orphan, 'cgroup.procs'), String(pid));
+    } catch (err) {
+      t.skip(`cannot make a cpuset here: ${(err as Error).message}`);
+      return;
+    }
+    const set = createCpuSet(`dartflow-test-sweeper-${process.pid}`, [onlineCpus()[0]!]);
+    set.release();
+    assert.equal(fs.existsSync(orphan), false, 'the orphan group is gone');
+    assert.match(
+      fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'),
+      /^\d+:cpuset:\/$/m,
+      'its process is in the root cpuset'
+    );
+  } finally {
+    sleeper.kill('SIGKILL');
+    await new Promise((r) => sleeper.once('exit', r));
+    if (fs.existsSync(orphan)) fs.rmdirSync(orphan);
   }
 });
