@@ -3,7 +3,8 @@
  * - a CPU quota (createCpuCap): `cores` = 1.5 lets them use 1.5 cores' worth of CPU time per scheduling
  *   period, on any core, whatever else runs;
  * - a cpuset (createCpuSet): they run on the listed CPUs only. Two sets that split the CPUs between vLLM and
- *   everything else give each side cores of its own: no time slices, L1/L2 caches or wake-ups shared.
+ *   the bench's other processes keep each side off the other's CPUs (not exclusive: kernel threads and
+ *   processes outside the bench may still run there; L3 and memory bandwidth stay shared).
  * The VLM bench uses them to give vLLM the same compute in the episode-loop window and in the direct drive,
  * the way an inference machine of its own would (DART's env cluster and rollout servers are separate
  * machines); on a shared 2-core machine the loop's own processes otherwise take their CPU from vLLM.
