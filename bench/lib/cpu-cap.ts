@@ -16,6 +16,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { procStatFields } from './proc-cpu';
 
 /** Scheduling period: short, so a group out of quota waits at most this long (vLLM's steps are 10–50 ms). */
 const PERIOD_US = 20_000;
@@ -155,8 +156,7 @@ function threadAffinity(pid: number, tid: number): ThreadAffinity | undefined {
   try {
     const dir = `/proc/${pid}/task/${tid}`;
     const m = /^Cpus_allowed_list:\s*(\S+)/m.exec(fs.readFileSync(`${dir}/status`, 'utf8'));
-    const stat = fs.readFileSync(`${dir}/stat`, 'utf8');
-    const startTicks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]); // field 22: starttime
+    const startTicks = Number(procStatFields(`${dir}/stat`)[19]); // field 22: starttime
     return m ? { pid, tid, list: m[1]!, startTicks } : undefined;
   } catch {
     return undefined;

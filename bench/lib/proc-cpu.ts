@@ -8,12 +8,19 @@ import { recordedPid } from '../../infra/services';
 
 const TICKS_PER_SECOND = 100; // CLK_TCK on Linux
 
+/**
+ * The fields of a /proc stat file (`/proc/<pid>/stat`, `/proc/<pid>/task/<tid>/stat`) after the ")" that closes
+ * the command name: index 0 is field 3 (state), so field n (1-based) is at n - 3. Throws when it is gone.
+ */
+export function procStatFields(statPath: string): string[] {
+  const stat = fs.readFileSync(statPath, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 /** User + system CPU seconds of a live process, or undefined when it is gone. */
 export function cpuSeconds(pid: number): number | undefined {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the ")" that closes the command name: utime is field 14, stime 15 (1-based).
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const rest = procStatFields(`/proc/${pid}/stat`); // utime is field 14, stime 15
     return (Number(rest[11]) + Number(rest[12])) / TICKS_PER_SECOND;
   } catch {
     return undefined;
