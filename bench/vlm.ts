@@ -22,7 +22,9 @@
  * (the direct drive replays the loop's very prompts: it would find them cached). The env worker runs at
  * --env-nice (envs and inference share 2 cores here; DART runs them on separate machines). Greedy decoding
  * makes both sides generate the same tokens, so the ratio is the loop's overhead alone. Each window's
- * steady-state tokens/s (the middle 80 % of its tokens) is reported beside its whole-window rate.
+ * steady-state tokens/s (the middle 80 % of its tokens) is reported beside its whole-window rate. Unless
+ * --single-round, each set runs in two rounds, the second in mirrored order (loop, direct, direct; then
+ * direct, direct, loop), and the ratio pools both: a drift over the set weighs on both sides alike.
  *
  * On this machine the loop's own processes (Chromium, env worker, Temporal, MinIO) share the 2 cores with
  * vLLM. So, where the machine allows a cgroup CPU quota (root), the three windows run a second time with
@@ -36,7 +38,7 @@
  * Writes vlm.json and vlm-vs-{time,episodes}.png, vlm-systems.png to the bench output directory (docs/bench
  * with --publish).
  * Run: npm run bench -- vlm [--minutes 30] [--size tiny|small|base] [--bc 256] [--bc-epochs 8] [--envs 8] [--seqs 2] [--env-nice 10]
- *      [--eval-episodes 32] [--eval-every 3] [--throughput-episodes 32] [--skip-throughput] [--vllm-cores 1.5 (0: no capped windows)] [--coload-cores 0]
+ *      [--eval-episodes 32] [--eval-every 3] [--throughput-episodes 32] [--skip-throughput] [--single-round] [--vllm-cores 1.5 (0: no capped windows)] [--coload-cores 0]
  *      [--vllm-cpus last|none|1,2 (CPUs of vLLM's own in the third set)]
  *      [section.field=value ...]
  */
@@ -94,6 +96,8 @@ interface VlmBenchOptions {
   evalEvery: number;
   throughputEpisodes: number;
   skipThroughput: boolean;
+  /** Each set of throughput windows in two rounds, the second in mirrored order (loop last); false: one round. */
+  mirroredWindows: boolean;
   maxTokens: number;
   maxPixels: number;
   /** CPU cap (cores) for vLLM's processes in the second set of throughput windows; 0 = no second set. */
@@ -121,6 +125,7 @@ function parseOptions(args: string[]): VlmBenchOptions {
       'eval-every': { type: 'string', default: '3' },
       'throughput-episodes': { type: 'string', default: '32' },
       'skip-throughput': { type: 'boolean', default: false },
+      'single-round': { type: 'boolean', default: false },
       'max-tokens': { type: 'string', default: '32' },
       'max-pixels': { type: 'string', default: String(36 * 28 * 28) },
       'vllm-cores': { type: 'string', default: '1.5' },
@@ -148,6 +153,7 @@ function parseOptions(args: string[]): VlmBenchOptions {
     evalEvery: num('eval-every', values['eval-every'], 1),
     throughputEpisodes: num('throughput-episodes', values['throughput-episodes'], 1),
     skipThroughput: values['skip-throughput'] ?? false,
+    mirroredWindows: !(values['single-round'] ?? false),
     maxTokens: num('max-tokens', values['max-tokens'], 8),
     maxPixels: num('max-pixels', values['max-pixels'], 4 * 28 * 28),
     vllmCores: num('vllm-cores', values['vllm-cores'], 0),
@@ -373,6 +379,7 @@ export async function benchVlm(args: string[]): Promise<void> {
         policyVersion: result.policyVersion,
         policyOptions: config.policy.options,
         throughputEpisodes: o.throughputEpisodes,
+        mirroredWindows: o.mirroredWindows,
         envs: o.envs,
         seqs: o.seqs,
         maxTokens: o.maxTokens,

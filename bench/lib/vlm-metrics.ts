@@ -161,6 +161,37 @@ export function compareThroughput(dartflow: ThroughputWindow, direct: Throughput
   };
 }
 
+/**
+ * Windows of one kind measured at different times, as one: tokens, requests and seconds summed (so the rate
+ * is Σ tokens ÷ Σ seconds), cache hit rates averaged weighted by requests (a window's prompt-token counts
+ * are not kept). With the windows run in mirrored order (loop, direct, direct, loop) a drift of the machine
+ * over the set — warming caches, a neighbour's load — weighs on both kinds alike instead of favouring
+ * whichever ran first. Throws on an empty list or on windows of different concurrency.
+ */
+export function poolWindows(windows: readonly ThroughputWindow[]): ThroughputWindow {
+  const first = windows[0];
+  if (!first) throw new Error('poolWindows: no windows to pool');
+  if (windows.some((w) => w.concurrency !== first.concurrency || w.envSlots !== first.envSlots))
+    throw new Error(
+      `poolWindows: windows of different concurrency (${windows.map((w) => `${w.concurrency}/${w.envSlots ?? '-'}`).join(', ')})`
+    );
+  const requests = windows.reduce((a, w) => a + w.requests, 0);
+  const weighted = (pick: (w: ThroughputWindow) => number | null | undefined): number | null => {
+    const known = windows.filter((w) => typeof pick(w) === 'number' && w.requests > 0);
+    const n = known.reduce((a, w) => a + w.requests, 0);
+    return n > 0 ? Number((known.reduce((a, w) => a + pick(w)! * w.requests, 0) / n).toFixed(3)) : null;
+  };
+  return {
+    tokens: windows.reduce((a, w) => a + w.tokens, 0),
+    requests,
+    seconds: windows.reduce((a, w) => a + w.seconds, 0),
+    concurrency: first.concurrency,
+    ...(first.envSlots !== undefined ? { envSlots: first.envSlots } : {}),
+    prefixHitRate: weighted((w) => w.prefixHitRate),
+    mmHitRate: weighted((w) => w.mmHitRate),
+  };
+}
+
 /** One answered request: when its answer arrived (ms) and how many tokens it generated. */
 export interface TokenCompletion {
   at: number;

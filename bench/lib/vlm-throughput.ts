@@ -4,7 +4,8 @@
  * emptied first: the loop (an evaluation workflow: Temporal → env worker → Chromium → UI-TARS prompt →
  * vLLM front → vLLM) on the env worker's slots; then the recorded prompts straight to vLLM (each to the
  * server that answered it in the loop) with one client loop per vLLM batch slot, and with one per env slot
- * of the loop (its concurrency). Greedy decoding makes
+ * of the loop (its concurrency); with `mirroredWindows`, a second round in mirrored order (the two direct
+ * drives, then the loop again), the rates pooled over both rounds. Greedy decoding makes
  * every window generate the same tokens. With a placement (bench/lib/cpu-cap.ts) vLLM's processes are held
  * to the same compute in all three windows, as on an inference machine of their own: a CPU quota, or CPUs of
  * their own with everything else of the bench on the other CPUs.
@@ -36,6 +37,7 @@ import {
   type ThroughputComparison,
   type ThroughputWindow,
   type TokenCompletion,
+  poolWindows,
   type VllmCacheCounters,
   type VllmQueueSample,
 } from './vlm-metrics';
@@ -299,6 +301,12 @@ export interface ThroughputContext {
   log: (line: string) => void;
   /** Cores of memory-streaming co-load for a diagnostic fourth window (0/undefined: none). */
   coloadCores?: number;
+  /**
+   * A second round in mirrored order after the first (loop, direct ×2, then direct ×2, loop), the headline
+   * pooled over both: a drift over the set (warming, a neighbour's load) weighs on the loop and the direct
+   * drive alike instead of on whichever ran first. Twice the time.
+   */
+  mirroredWindows?: boolean;
 }
 
 export interface RolloutThroughput {
@@ -313,6 +321,14 @@ export interface RolloutThroughput {
     seconds: number;
     ratio: number;
   }>;
+  /** Each round's windows on their own (one round, or two with ThroughputContext.mirroredWindows). */
+  rounds: Array<{
+    loop: { tokensPerSecond: number; steadyTokensPerSecond: number; seconds: number };
+    direct: Array<{ concurrency: number; tokensPerSecond: number; steadyTokensPerSecond: number; seconds: number }>;
+    /** This round's loop ÷ its faster direct drive. */
+    ratio: number;
+  }>;
+  /** The first round's loop: where its time went. */
   loopBreakdown: LoopBreakdown;
   feeding: LoopFeeding;
   cores: Record<string, ReturnType<typeof coresIn>>;
@@ -417,6 +433,77 @@ function startCoload(cores: number): { stop(): Promise<void> } {
   };
 }
 
+/** One direct drive: its window, how full vLLM's batches were, its steady-state rate and the cores busy. */
+interface DirectDrive {
+  window: ThroughputWindow;
+  occupancy: Array<BatchOccupancy | null>;
+  steady: number;
+  cores: ReturnType<typeof coresIn>;
+}
+
+/** One episode-loop window: an evaluation workflow run to its end, and what it sent vLLM. */
+interface LoopRun {
+  window: ThroughputWindow;
+  turns: RecordedTurn[];
+  breakdown: LoopBreakdown;
+  occupancy: Array<BatchOccupancy | null>;
+  steady: number;
+  cores: ReturnType<typeof coresIn>;
+  cacheRates: ReturnType<typeof cacheHitRates>;
+  /** The fronts' answered requests and their time in the front and in vLLM over the window, summed over servers. */
+  fronts: FrontStats;
+}
+
+async function runLoop(
+  ctx: ThroughputContext,
+  workflowId: string,
+  input: EvaluateInput,
+  cpuGroups: CpuGroups,
+  vllmUrls: string[]
+): Promise<LoopRun> {
+  await Promise.all(vllmUrls.map(resetVllmCaches));
+  const cacheBefore = await cacheCountersOf(vllmUrls);
+  const cpuBefore = cpuNow(cpuGroups);
+  const queues = sampleQueues(vllmUrls);
+  const frontsBefore = ctx.servers.map((sv) => sv.front.stats());
+  const startedAt = Date.now();
+  await ctx.client.temporal.workflow.execute('evaluateWorkflow', {
+    taskQueue: TASK_QUEUES.orchestrator,
+    workflowId,
+    args: [{ ...input, startedAtMs: startedAt }],
+  });
+  const seconds = (Date.now() - startedAt) / 1000;
+  const occupancy = queues.stop().map((q) => batchOccupancy(q, ctx.seqs));
+  const frontsAfter = ctx.servers.map((sv) => sv.front.stats());
+  const cores = coresIn(cpuBefore, cpuNow(cpuGroups), seconds);
+  const cacheRates = cacheHitRates(cacheBefore, await cacheCountersOf(vllmUrls));
+  const { turns, breakdown } = await recordedTurns(ctx.store, `${input.campaignId}.eval`);
+  const fronts: FrontStats = { answered: 0, frontMs: 0, upstreamMs: 0 };
+  frontsAfter.forEach((f, i) => {
+    fronts.answered += f.answered - frontsBefore[i]!.answered;
+    fronts.frontMs += f.frontMs - frontsBefore[i]!.frontMs;
+    fronts.upstreamMs += f.upstreamMs - frontsBefore[i]!.upstreamMs;
+  });
+  return {
+    window: {
+      tokens: turns.reduce((a, t) => a + t.tokens, 0),
+      requests: turns.length,
+      seconds,
+      concurrency: ctx.seqs * ctx.servers.length,
+      envSlots: ctx.envs,
+      ...cacheRates,
+    },
+    turns,
+    breakdown,
+    occupancy,
+    // The loop's answers by when their step ended (it drains by whole episodes, the direct drive by requests).
+    steady: steadyTokensPerSecond(turns.map((t) => ({ at: t.endedAt, tokens: t.tokens }))),
+    cores,
+    cacheRates,
+    fronts,
+  };
+}
+
 async function measureWindows(
   ctx: ThroughputContext,
   tputId: string,
@@ -445,31 +532,8 @@ async function measureWindows(
     single: { 'bench (vLLM fronts, direct client)': process.pid, ...serverPids() },
   };
   const vllmUrls = ctx.servers.map((sv) => sv.control.baseUrl);
-  await Promise.all(vllmUrls.map(resetVllmCaches));
-  const loopCache = await cacheCountersOf(vllmUrls);
-  const loopCpu = cpuNow(cpuGroups);
-  const loopQueues = sampleQueues(vllmUrls);
-  const frontsBefore = ctx.servers.map((sv) => sv.front.stats());
-  const loopStart = Date.now();
-  await ctx.client.temporal.workflow.execute('evaluateWorkflow', {
-    taskQueue: TASK_QUEUES.orchestrator,
-    workflowId: tputId,
-    args: [input],
-  });
-  const loopSeconds = (Date.now() - loopStart) / 1000;
-  const loopOccupancy = loopQueues.stop().map((q) => batchOccupancy(q, ctx.seqs));
-  const frontsAfter = ctx.servers.map((sv) => sv.front.stats());
-  const loopCores = coresIn(loopCpu, cpuNow(cpuGroups), loopSeconds);
-  const loopCacheRates = cacheHitRates(loopCache, await cacheCountersOf(vllmUrls));
-  const { turns, breakdown: loop } = await recordedTurns(ctx.store, `${tputId}.eval`);
-  const dartflow: ThroughputWindow = {
-    tokens: turns.reduce((a, t) => a + t.tokens, 0),
-    requests: turns.length,
-    seconds: loopSeconds,
-    concurrency: ctx.seqs * ctx.servers.length,
-    envSlots: ctx.envs,
-    ...loopCacheRates,
-  };
+  const first = await runLoop(ctx, tputId, input, cpuGroups, vllmUrls);
+  const { turns, breakdown: loop } = first;
   // The server that answered each turn in the loop (a turn with none recorded: round-robin).
   const trim = (u: string | undefined) => u?.replace(/\/+$/, '');
   const turnsByServer = ctx.servers.map((): RecordedTurn[] => []);
@@ -485,7 +549,7 @@ async function measureWindows(
   // The same prompts straight to vLLM, twice: one client loop per vLLM batch slot (every server always
   // has exactly --seqs requests to batch), then as many loops as the episode loop had env slots (its
   // concurrency). The headline ratio is against the faster of the two.
-  const driveDirect = async (lanesPerServer: number) => {
+  const driveDirect = async (lanesPerServer: number): Promise<DirectDrive> => {
     await Promise.all(vllmUrls.map(resetVllmCaches));
     const cacheBefore = await cacheCountersOf(vllmUrls);
     const cpuBefore = cpuNow(cpuGroups);
@@ -529,12 +593,47 @@ async function measureWindows(
   };
   // One client per env slot of the loop, spread over the servers (at least one per batch slot).
   const lanesAtEnvSlots = Math.max(ctx.seqs, Math.ceil(ctx.envs / ctx.servers.length));
-  const atBatchSlots = await driveDirect(ctx.seqs);
-  const atEnvSlots = await driveDirect(lanesAtEnvSlots);
+  const atBatchSlotsRuns = [await driveDirect(ctx.seqs)];
+  const atEnvSlotsRuns = [await driveDirect(lanesAtEnvSlots)];
+  const loops = [first];
+  if (ctx.mirroredWindows) {
+    // The second round in mirrored order (direct at env slots, at batch slots, then the loop): with the
+    // first round that is L D D D D L, so a drift of the machine over the set weighs on both kinds alike.
+    atEnvSlotsRuns.push(await driveDirect(lanesAtEnvSlots));
+    atBatchSlotsRuns.push(await driveDirect(ctx.seqs));
+    loops.push(
+      await runLoop(ctx, `${tputId}-mirror`, { ...input, campaignId: `${tputId}-mirror` }, cpuGroups, vllmUrls)
+    );
+  }
+  const dartflow = poolWindows(loops.map((l) => l.window));
+  // Diagnostics (cores, occupancy, cache rates, feeding) describe the first round; rates are pooled.
+  const [atBatchSlots, atEnvSlots] = [atBatchSlotsRuns[0]!, atEnvSlotsRuns[0]!];
+  const driveRuns = [atBatchSlotsRuns, atEnvSlotsRuns];
   const drives = [atBatchSlots, atEnvSlots];
-  const comparisons = drives.map((d) => compareThroughput(dartflow, d.window));
+  const comparisons = driveRuns.map((runs) => compareThroughput(dartflow, poolWindows(runs.map((d) => d.window))));
   const best = comparisons[0]!.direct.tokensPerSecond >= comparisons[1]!.direct.tokensPerSecond ? 0 : 1;
   const throughput = comparisons[best]!;
+  const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
+  const rate = (w: ThroughputWindow) => (w.seconds > 0 ? Number((w.tokens / w.seconds).toFixed(1)) : 0);
+  const rounds = loops.map((l, r) => {
+    const direct = driveRuns.map((runs) => ({
+      concurrency: runs[r]!.window.concurrency,
+      tokensPerSecond: rate(runs[r]!.window),
+      steadyTokensPerSecond: Number(runs[r]!.steady.toFixed(1)),
+      seconds: Number(runs[r]!.window.seconds.toFixed(1)),
+    }));
+    const faster = Math.max(...direct.map((d) => d.tokensPerSecond));
+    return {
+      loop: {
+        tokensPerSecond: rate(l.window),
+        steadyTokensPerSecond: Number(l.steady.toFixed(1)),
+        seconds: Number(l.window.seconds.toFixed(1)),
+      },
+      direct,
+      ratio: faster > 0 ? Number((rate(l.window) / faster).toFixed(3)) : 0,
+    };
+  });
+  if (rounds.length > 1) ctx.log(`rounds (loop ÷ faster direct): ${rounds.map((r) => `${r.ratio}×`).join(', ')}`);
   // Diagnostic: the direct drive at the loop's concurrency once more with a stand-in for the env side beside
   // vLLM (memory-streaming processes held to ctx.coloadCores): how much vLLM slows from sharing the machine
   // alone, with nothing of dartflow's loop in the way. Not part of the headline ratio.
@@ -559,29 +658,29 @@ async function measureWindows(
   const directByConcurrency = comparisons.map((c, i) => ({
     concurrency: c.direct.concurrency,
     tokensPerSecond: Number(c.direct.tokensPerSecond.toFixed(1)),
-    steadyTokensPerSecond: Number(drives[i]!.steady.toFixed(1)),
+    steadyTokensPerSecond: Number(mean(driveRuns[i]!.map((d) => d.steady)).toFixed(1)),
     seconds: Number(c.direct.seconds.toFixed(1)),
     ratio: Number(c.ratio.toFixed(3)),
   }));
   const direct = throughput.direct;
-  // Steady state: the loop's answers by when its step ended, against the faster direct drive by the same
-  // measure (both leave out ramp-up and drain; the loop drains by whole episodes, the direct drive by requests).
-  const loopSteady = steadyTokensPerSecond(turns.map((t) => ({ at: t.endedAt, tokens: t.tokens })));
-  const directSteady = Math.max(...drives.map((d) => d.steady));
+  // Steady state: the middle 80 % of each window's tokens (ramp-up and drain left out alike), averaged
+  // over the rounds, the loop against the faster direct drive.
+  const loopSteady = mean(loops.map((l) => l.steady));
+  const directSteady = Math.max(...driveRuns.map((runs) => mean(runs.map((d) => d.steady))));
   const steady = {
     loop: Number(loopSteady.toFixed(1)),
     direct: Number(directSteady.toFixed(1)),
     ratio: directSteady > 0 ? Number((loopSteady / directSteady).toFixed(3)) : 0,
   };
   const cores = {
-    dartflowLoop: loopCores,
+    dartflowLoop: first.cores,
     direct: drives[best]!.cores,
     directAtBatchSlots: atBatchSlots.cores,
     directAtEnvSlots: atEnvSlots.cores,
   };
   ctx.log(`cores busy: ${JSON.stringify(cores)}`);
   ctx.log(
-    `vLLM cache hit rates (caches emptied before each window): loop ${JSON.stringify(loopCacheRates)}, direct ${JSON.stringify(drives.map((d) => ({ prefixHitRate: d.window.prefixHitRate, mmHitRate: d.window.mmHitRate })))}`
+    `vLLM cache hit rates (caches emptied before each window): loop ${JSON.stringify(first.cacheRates)}, direct ${JSON.stringify(drives.map((d) => ({ prefixHitRate: d.window.prefixHitRate, mmHitRate: d.window.mmHitRate })))}`
   );
   ctx.log(
     `direct drive by concurrency: ${directByConcurrency.map((d) => `${d.concurrency} clients ${d.tokensPerSecond} tokens/s (loop ${d.ratio.toFixed(2)}×)`).join(', ')}`
@@ -593,15 +692,8 @@ async function measureWindows(
     `steady state (middle 80 % of each window's tokens): loop ${steady.loop}, direct ${steady.direct} tokens/s: ${steady.ratio.toFixed(2)}×${placement ? ` (${placement.label} in every window)` : ''}`
   );
   ctx.log(`episode loop time (Σ over ${loop.episodes} episodes): ${JSON.stringify(loop)}`);
-  // The fronts' answered requests and their time in the front and in vLLM over the loop window.
-  const fronts: FrontStats = { answered: 0, frontMs: 0, upstreamMs: 0 };
-  frontsAfter.forEach((f, i) => {
-    fronts.answered += f.answered - frontsBefore[i]!.answered;
-    fronts.frontMs += f.frontMs - frontsBefore[i]!.frontMs;
-    fronts.upstreamMs += f.upstreamMs - frontsBefore[i]!.upstreamMs;
-  });
-  const feeding = loopFeeding(turns, loop, fronts, {
-    loopOccupancy,
+  const feeding = loopFeeding(turns, loop, first.fronts, {
+    loopOccupancy: first.occupancy,
     directOccupancy: atBatchSlots.occupancy,
     directAtEnvSlotsOccupancy: atEnvSlots.occupancy,
   });
@@ -610,6 +702,7 @@ async function measureWindows(
     throughput,
     steady,
     directByConcurrency,
+    rounds,
     directWithCoload,
     loopBreakdown: loop,
     feeding,

@@ -12,6 +12,7 @@ import {
   batchOccupancy,
   runPool,
   steadyTokensPerSecond,
+  poolWindows,
   trainerTiming,
   type RolloutEvent,
 } from '../../bench/lib/vlm-metrics';
@@ -122,6 +123,41 @@ describe('VLM bench summaries (bench/lib/vlm-metrics.ts)', () => {
     assert.equal(c.direct.tokensPerSecond, 100);
     assert.equal(c.ratio, 0.8);
     assert.equal(compareThroughput(c.dartflow, { tokens: 0, requests: 0, seconds: 0, concurrency: 1 }).ratio, 0);
+  });
+
+  it('pools windows of one kind: Σ tokens ÷ Σ seconds, cache rates weighted by requests', () => {
+    const pooled = poolWindows([
+      { tokens: 600, requests: 30, seconds: 10, concurrency: 4, envSlots: 8, prefixHitRate: 0.8, mmHitRate: null },
+      { tokens: 400, requests: 10, seconds: 15, concurrency: 4, envSlots: 8, prefixHitRate: 0.4, mmHitRate: 0.5 },
+    ]);
+    assert.deepEqual(pooled, {
+      tokens: 1000,
+      requests: 40,
+      seconds: 25,
+      concurrency: 4,
+      envSlots: 8,
+      prefixHitRate: 0.7,
+      mmHitRate: 0.5,
+    });
+    assert.throws(() => poolWindows([]), /no windows/);
+    assert.throws(
+      () =>
+        poolWindows([
+          { tokens: 1, requests: 1, seconds: 1, concurrency: 4 },
+          { tokens: 1, requests: 1, seconds: 1, concurrency: 8 },
+        ]),
+      /different concurrency \(4\/-, 8\/-\)/
+    );
+  });
+
+  it('mirrored rounds take most of a drift out of the ratio that a single round hands the window run first', () => {
+    // Both sides truly equal (100 tokens/s at full speed); the machine slows 10 % per window over the set.
+    const speed = [1, 0.9, 0.8, 0.7];
+    const at = (slot: number) => ({ tokens: 1000, requests: 50, seconds: 1000 / (100 * speed[slot]!), concurrency: 4 });
+    const single = compareThroughput(at(0), at(1)).ratio; // loop, direct
+    const mirrored = compareThroughput(poolWindows([at(0), at(3)]), poolWindows([at(1), at(2)])).ratio; // L D D L
+    assert.ok(single > 1.1, `a single round favours the loop: ${single}`);
+    assert.ok(Math.abs(mirrored - 1) < 0.03, `mirrored rounds: ${mirrored}`);
   });
 
   it('runs a pool at most `concurrency` at a time and keeps the input order', async () => {
