@@ -192,6 +192,41 @@ export function poolWindows(windows: readonly ThroughputWindow[]): ThroughputWin
   };
 }
 
+/** What one turn of the episode loop costs outside vLLM, per request (null: no requests answered). */
+export interface TurnCost {
+  /** Env-slot seconds not spent waiting for vLLM's answer: Chromium, prompt, parse, Temporal, idle slots. */
+  wall: number | null;
+  /** CPU seconds of every process but vLLM's (env worker with Chromium, Temporal, MinIO, fronts, the kernel). */
+  cpu: number | null;
+}
+
+/**
+ * The loop's cost per turn outside vLLM. By Little's law a server answering R requests/s in T seconds each
+ * stays fed with R × (T + wall) env slots, and the env side needs R × cpu cores: how the loop would keep a
+ * faster (GPU) server fed, which a CPU machine cannot show directly. Upper bounds: slots idle in the loop's
+ * ramp-up and drain count as wall, and the whole window's CPU outside vLLM (Temporal's and MinIO's idle
+ * ticks, the kernel's) as cpu.
+ */
+export function turnCost(w: {
+  envSlots: number;
+  /** The loop's first step start → last step end. */
+  busySeconds: number;
+  /** Σ over answered requests of the time vLLM took (the fronts' upstream time). */
+  vllmSeconds: number;
+  /** Requests the fronts answered in the window. */
+  answered: number;
+  /** CPU seconds of every process but vLLM's over the window. */
+  otherCpuSeconds: number;
+  /** Turns the loop recorded in the window. */
+  requests: number;
+}): TurnCost {
+  const per = (seconds: number, n: number) => (n > 0 ? Number((seconds / n).toFixed(3)) : null);
+  return {
+    wall: per(Math.max(0, w.envSlots * w.busySeconds - w.vllmSeconds), w.answered),
+    cpu: per(w.otherCpuSeconds, w.requests),
+  };
+}
+
 /** One answered request: when its answer arrived (ms) and how many tokens it generated. */
 export interface TokenCompletion {
   at: number;

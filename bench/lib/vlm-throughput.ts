@@ -37,6 +37,8 @@ import {
   type ThroughputComparison,
   type ThroughputWindow,
   type TokenCompletion,
+  turnCost,
+  type TurnCost,
   poolWindows,
   type VllmCacheCounters,
   type VllmQueueSample,
@@ -78,6 +80,8 @@ interface LoopFeeding {
   loopBusyTokensPerSecond: number;
   /** Mean seconds per loop request: in act() on the env side, in the front, and in vLLM (the front's forward). */
   loopSecondsPerRequest: { act: number | null; front: number | null; vllm: number | null };
+  /** What one turn costs the loop outside vLLM (wall and CPU seconds per request): see turnCost. */
+  loopCostPerTurn: TurnCost;
 }
 
 function loopFeeding(
@@ -85,7 +89,9 @@ function loopFeeding(
   loop: LoopBreakdown,
   /** The fronts' stats over the loop window, summed over servers. */
   fronts: FrontStats,
-  occupancy: Pick<LoopFeeding, 'loopOccupancy' | 'directOccupancy' | 'directAtEnvSlotsOccupancy'>
+  occupancy: Pick<LoopFeeding, 'loopOccupancy' | 'directOccupancy' | 'directAtEnvSlotsOccupancy'>,
+  /** The loop window: its length, env slots, and the cores busy outside vLLM in it (whole window). */
+  window: { seconds: number; envSlots: number; otherCores: number }
 ): LoopFeeding {
   const byServer: Record<string, number> = {};
   for (const t of turns) {
@@ -109,6 +115,14 @@ function loopFeeding(
       front: perRequest(fronts.frontMs / 1000, fronts.answered),
       vllm: perRequest(fronts.upstreamMs / 1000, fronts.answered),
     },
+    loopCostPerTurn: turnCost({
+      envSlots: window.envSlots,
+      busySeconds: busy,
+      vllmSeconds: fronts.upstreamMs / 1000,
+      answered: fronts.answered,
+      otherCpuSeconds: window.otherCores * window.seconds,
+      requests: turns.length,
+    }),
   };
 }
 
@@ -692,11 +706,17 @@ async function measureWindows(
     `steady state (middle 80 % of each window's tokens): loop ${steady.loop}, direct ${steady.direct} tokens/s: ${steady.ratio.toFixed(2)}×${placement ? ` (${placement.label} in every window)` : ''}`
   );
   ctx.log(`episode loop time (Σ over ${loop.episodes} episodes): ${JSON.stringify(loop)}`);
-  const feeding = loopFeeding(turns, loop, first.fronts, {
-    loopOccupancy: first.occupancy,
-    directOccupancy: atBatchSlots.occupancy,
-    directAtEnvSlotsOccupancy: atEnvSlots.occupancy,
-  });
+  const feeding = loopFeeding(
+    turns,
+    loop,
+    first.fronts,
+    {
+      loopOccupancy: first.occupancy,
+      directOccupancy: atBatchSlots.occupancy,
+      directAtEnvSlotsOccupancy: atEnvSlots.occupancy,
+    },
+    { seconds: first.window.seconds, envSlots: ctx.envs, otherCores: first.cores.otherCores }
+  );
   ctx.log(`how vLLM was fed: ${JSON.stringify(feeding)}`);
   return {
     throughput,

@@ -14,6 +14,7 @@ import {
   steadyTokensPerSecond,
   poolWindows,
   trainerTiming,
+  turnCost,
   type RolloutEvent,
 } from '../../bench/lib/vlm-metrics';
 
@@ -147,6 +148,23 @@ describe('VLM bench summaries (bench/lib/vlm-metrics.ts)', () => {
           { tokens: 1, requests: 1, seconds: 1, concurrency: 8 },
         ]),
       /different concurrency \(4\/-, 8\/-\)/
+    );
+  });
+
+  it('costs a loop turn outside vLLM: the env-slot time not waiting on vLLM, the CPU of everything else', () => {
+    // 8 slots for 30 s = 240 slot-seconds; 200 of them waiting on vLLM over 250 answers; 10 CPU-seconds outside vLLM.
+    assert.deepEqual(
+      turnCost({ envSlots: 8, busySeconds: 30, vllmSeconds: 200, answered: 250, otherCpuSeconds: 10, requests: 250 }),
+      { wall: 0.16, cpu: 0.04 }
+    );
+    // Nothing answered: no cost to give (not a division by zero), and vLLM time above the slots' is clamped.
+    assert.deepEqual(
+      turnCost({ envSlots: 8, busySeconds: 0, vllmSeconds: 0, answered: 0, otherCpuSeconds: 3, requests: 0 }),
+      { wall: null, cpu: null }
+    );
+    assert.equal(
+      turnCost({ envSlots: 1, busySeconds: 1, vllmSeconds: 2, answered: 2, otherCpuSeconds: 0, requests: 2 }).wall,
+      0
     );
   });
 
