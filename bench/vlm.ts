@@ -37,7 +37,7 @@
  *
  * Writes vlm.json and vlm-vs-{time,episodes}.png, vlm-systems.png to the bench output directory (docs/bench
  * with --publish).
- * Run: npm run bench -- vlm [--minutes 30] [--size tiny|small|base] [--bc 256] [--bc-epochs 8] [--envs 8] [--seqs 2] [--env-nice 10]
+ * Run: npm run bench -- vlm [--minutes 30] [--size tiny|small|base] [--bc 256] [--bc-epochs 8] [--envs 8] [--seqs 2] [--env-nice 10] [--vllm-nice 0]
  *      [--eval-episodes 32] [--eval-every 3] [--throughput-episodes 32] [--skip-throughput] [--single-round] [--vllm-cores 1.5 (0: no capped windows)] [--coload-cores 0]
  *      [--vllm-cpus last|none|1,2 (CPUs of vLLM's own in the third set)]
  *      [section.field=value ...]
@@ -52,7 +52,7 @@ import { startLocalWorkers, type LocalWorkers } from '../cli/local-workers';
 import { DartflowClient } from '../client/dartflow-client';
 import { applyOverride, parseCampaignConfig } from '../config/load';
 import { buildTinyModel } from '../infra/vlm-python';
-import { vlmPython, VLM_VENV } from '../infra/vllm';
+import { processTree, vlmPython, VLM_VENV } from '../infra/vllm';
 import { loadInfraSettings } from '../infra/settings';
 import { barChartSvg, writeSvgAsPng } from '../lib/charts';
 import { resolvePolicyToken } from '../rollout/token';
@@ -70,7 +70,7 @@ import {
   evalPointRecord,
   quickstartBreakdown,
 } from '../scripts/lib/quickstart-campaign';
-import { createCpuCap, createCpuSet, onlineCpus, type CpuCap, type CpuSet } from './lib/cpu-cap';
+import { createCpuCap, createCpuSet, niceThreads, onlineCpus, type CpuCap, type CpuSet } from './lib/cpu-cap';
 import { benchOutDir, shownPath } from './lib/output';
 import {
   measureRolloutThroughput,
@@ -92,6 +92,8 @@ interface VlmBenchOptions {
   envs: number;
   seqs: number;
   envNice: number;
+  /** Niceness of every vLLM thread (API servers, engines) for the whole bench; 0 = normal. */
+  vllmNice: number;
   evalEpisodes: number;
   evalEvery: number;
   throughputEpisodes: number;
@@ -121,6 +123,7 @@ function parseOptions(args: string[]): VlmBenchOptions {
       envs: { type: 'string', default: '8' },
       seqs: { type: 'string', default: '2' },
       'env-nice': { type: 'string', default: '10' },
+      'vllm-nice': { type: 'string', default: '0' },
       'eval-episodes': { type: 'string', default: '32' },
       'eval-every': { type: 'string', default: '3' },
       'throughput-episodes': { type: 'string', default: '32' },
@@ -149,6 +152,7 @@ function parseOptions(args: string[]): VlmBenchOptions {
     envs: num('envs', values.envs, 1),
     seqs: num('seqs', values.seqs, 1),
     envNice: num('env-nice', values['env-nice'], 0),
+    vllmNice: num('vllm-nice', values['vllm-nice'], 0),
     evalEpisodes: num('eval-episodes', values['eval-episodes'], 1),
     evalEvery: num('eval-every', values['eval-every'], 1),
     throughputEpisodes: num('throughput-episodes', values['throughput-episodes'], 1),
@@ -310,6 +314,10 @@ export async function benchVlm(args: string[]): Promise<void> {
         )
       ))
     );
+    if (o.vllmNice !== 0) {
+      const pids = servers.flatMap((sv) => (sv.vllm ? processTree(sv.vllm.pid) : []));
+      log(`vLLM at nice ${o.vllmNice}: ${niceThreads(pids, o.vllmNice)} threads of ${pids.length} processes`);
+    }
     log(
       `vLLM servers up in ${((Date.now() - startedAt) / 1000).toFixed(0)} s: ${servers.map((s) => `${s.serverId} ${s.url}`).join(', ')}`
     );

@@ -15,6 +15,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { procStatFields } from './proc-cpu';
 
@@ -306,4 +307,33 @@ function cgroupOf(pid: number, h: Hierarchy): string | undefined {
     if (matches) return path.join(h.root, rel);
   }
   return h.root;
+}
+
+/**
+ * Sets the scheduling niceness of every thread of `pids`. Linux niceness is per thread: setpriority on a
+ * PID changes only its main thread, and threads already running keep theirs (threads made later inherit it
+ * from the thread that makes them). Processes or threads gone meanwhile are skipped. Returns how many
+ * threads were set. A negative niceness needs CAP_SYS_NICE.
+ */
+export function niceThreads(pids: readonly number[], nice: number): number {
+  if (!Number.isInteger(nice) || nice < -20 || nice > 19)
+    throw new Error(`niceness ${nice}: give an integer from -20 (first) to 19 (last)`);
+  let set = 0;
+  for (const pid of pids) {
+    let tids: string[];
+    try {
+      tids = fs.readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue; // gone
+    }
+    for (const tid of tids) {
+      try {
+        os.setPriority(Number(tid), nice);
+        set++;
+      } catch (err) {
+        if (fs.existsSync(`/proc/${pid}/task/${tid}`)) throw err; // not just gone meanwhile
+      }
+    }
+  }
+  return set;
 }

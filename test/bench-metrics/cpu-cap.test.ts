@@ -7,9 +7,10 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { createCpuCap, createCpuSet, onlineCpus } from '../../bench/lib/cpu-cap';
+import { createCpuCap, createCpuSet, niceThreads, onlineCpus } from '../../bench/lib/cpu-cap';
 import { cpuSeconds } from '../../bench/lib/proc-cpu';
 import { PROJECT_ROOT } from '../../infra/settings';
 
@@ -213,4 +214,39 @@ test('a group left by a process killed outright is removed by the next one, its 
     await new Promise((r) => sleeper.once('exit', r));
     if (fs.existsSync(orphan)) fs.rmdirSync(orphan);
   }
+});
+
+/** Each thread's niceness (/proc/<pid>/task/<tid>/stat field 19). */
+const threadNices = (pid: number) =>
+  fs.readdirSync(`/proc/${pid}/task`).map((tid) => {
+    const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]); // f[0] is field 3
+  });
+
+test('niceThreads sets every thread of a process, which setpriority on its PID does not', async () => {
+  // A process with a worker thread (and libuv's pool): several threads started before anyone renices it.
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      "const { Worker } = require('node:worker_threads'); new Worker('setInterval(() => {}, 1000)', { eval: true }); setInterval(() => {}, 1000);",
+    ],
+    { stdio: 'ignore' }
+  );
+  try {
+    const pid = child.pid!;
+    for (let i = 0; i < 50 && threadNices(pid).length < 3; i++) await sleep(100);
+    assert.ok(threadNices(pid).length >= 3, `threads: ${threadNices(pid).length}`);
+    os.setPriority(pid, 3);
+    assert.ok(
+      threadNices(pid).some((n) => n !== 3),
+      `setpriority(pid) leaves the other threads as they were: ${threadNices(pid).join(',')}`
+    );
+    const set = niceThreads([pid, 999_999_999], 7); // a PID that is gone is skipped
+    assert.equal(set, threadNices(pid).length);
+    assert.deepEqual([...new Set(threadNices(pid))], [7]);
+  } finally {
+    child.kill('SIGKILL');
+  }
+  assert.throws(() => niceThreads([process.pid], 20), /niceness 20: give an integer from -20/);
 });
