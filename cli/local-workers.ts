@@ -10,10 +10,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { InfraSettings } from '../infra/settings';
 import { metricsEndpointConfig, type MetricsRole } from '../metrics/config';
+import { niceCommand, niceCommandContext } from './nice-command';
 import { PROJECT_ROOT } from '../infra/settings';
 import { VLM_VENV, vlmPython } from '../infra/vllm';
 
@@ -49,9 +49,11 @@ export interface LocalWorkersOptions {
   /** Extra environment for every child. */
   env?: NodeJS.ProcessEnv;
   /**
-   * Scheduling niceness per role (0 = normal, 19 = lowest), set at spawn so everything the role starts
-   * (the env worker's Chromium) inherits it. On a machine where envs and inference share the cores, a nice
-   * env worker lets the inference servers run first; its episodes wait a little longer between steps.
+   * Scheduling niceness per role (0 = normal, 19 = lowest) for every thread of the role and everything it
+   * starts (the env worker's Chromium): the role runs under `nice -n`, and as root also without
+   * CAP_SYS_NICE, which Chromium would use to lower its threads' niceness again (cli/nice-command.ts). On a
+   * machine where envs and inference share the cores, a nice env worker lets the inference servers run
+   * first; its episodes wait longer between steps.
    */
   niceness?: Partial<Record<Role, number>>;
   /** Echo child output to this process's stdout (prefixed) as well as the log file. */
@@ -162,6 +164,9 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
   const logDir = opts.logDir ?? path.join(settings.dataDir, 'logs');
   fs.mkdirSync(logDir, { recursive: true });
   // `command`: a child that is not a TypeScript role script (the Python VLM trainer).
+  // A niceness that cannot hold is refused before any role starts.
+  const niceContext = niceCommandContext();
+  for (const n of Object.values(opts.niceness ?? {})) if (n !== undefined) niceCommand(n, ['true'], niceContext);
   const specs: Array<{ role: Role; name: string; args: string[]; env: NodeJS.ProcessEnv; command?: string[] }> = [];
   const metricsEnv = localMetricsEnv(opts, { ...process.env, ...opts.env });
   if (roles.includes('policy')) {
@@ -219,13 +224,16 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
     // The Python trainer gets no IPC channel (it cannot watch its parent: a kill -9 of this process leaves it).
     // DARTFLOW_ROLE_NODE_ARGS: extra node flags for every TypeScript role, e.g. `--cpu-prof --cpu-prof-dir=DIR`
     // to profile each role (node refuses --cpu-prof in NODE_OPTIONS).
-    const [file, ...argv] = spec.command ?? [
+    const command = spec.command ?? [
       process.execPath,
       ...(process.env.DARTFLOW_ROLE_NODE_ARGS ?? '').split(' ').filter(Boolean),
       '--import',
       'tsx',
       path.join(opts.projectRoot ?? PROJECT_ROOT, SCRIPTS[spec.role as keyof typeof SCRIPTS]),
     ];
+    const nice = opts.niceness?.[spec.role];
+    // Every thread of the role and all it starts at that niceness, Chromium included (cli/nice-command.ts).
+    const [file, ...argv] = nice === undefined ? command : niceCommand(nice, command, niceContext);
     const child = spawn(file!, [...argv, ...spec.args], {
       cwd: opts.projectRoot ?? PROJECT_ROOT,
       env: { ...process.env, ...opts.env, ...spec.env },
@@ -242,9 +250,6 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
       }
     }
     fs.closeSync(out);
-    const nice = opts.niceness?.[spec.role];
-    // Right after spawn, before the role has loaded (let alone started Chromium): children inherit it.
-    if (nice !== undefined && child.pid !== undefined) os.setPriority(child.pid, nice);
     const metricsUrl = spec.command
       ? undefined
       : childMetricsUrl(spec.role, { ...process.env, ...opts.env, ...spec.env });
