@@ -53,7 +53,11 @@ export interface LocalWorkersOptions {
    * starts (the env worker's Chromium): the role runs under `nice -n`, and as root also without
    * CAP_SYS_NICE, which Chromium would use to lower its threads' niceness again (cli/nice-command.ts). On a
    * machine where envs and inference share the cores, a nice env worker lets the inference servers run
-   * first; its episodes wait longer between steps.
+   * first; its episodes wait longer between steps. Where the kernel shares the CPU between sessions first
+   * (autogroups: /proc/sys/kernel/sched_autogroup_enabled = 1 and processes in the root cgroup, as in many
+   * containers) a thread's niceness weighs only inside its own session, and each role, vLLM server and
+   * Chromium leads its own: there niceness does not order a role against vLLM (the VLM bench's --vllm-nice
+   * sets vLLM's autogroups instead).
    */
   niceness?: Partial<Record<Role, number>>;
   /** Echo child output to this process's stdout (prefixed) as well as the log file. */
@@ -217,6 +221,14 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
   }
 
   const children = new Map<string, LocalChild>();
+  // A child with no IPC channel (the Python trainer) cannot notice this process ending (infra/parent-watch.ts):
+  // however it ends short of a kill -9 — process.exit in a SIGTERM handler included — it is sent SIGTERM
+  // (it finishes an in-flight step and exits). Without this a bench stopped with `kill` left the trainer
+  // polling a Temporal server that had gone.
+  const signalUnwatched = () => {
+    for (const c of children.values()) if (isRunning(c) && !c.process.channel) c.process.kill('SIGTERM');
+  };
+  process.on('exit', signalUnwatched);
   const launch = (spec: (typeof specs)[number]): LocalChild => {
     const logFile = path.join(logDir, `${spec.name}.log`);
     const out = fs.openSync(logFile, 'a');
@@ -269,6 +281,7 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
       return launch(spec);
     },
     async stop(graceMs = 20_000) {
+      process.off('exit', signalUnwatched);
       const alive = [...children.values()].filter(isRunning);
       const exited = Promise.all(
         alive.map(
@@ -285,6 +298,7 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
       clearTimeout(timer);
     },
     kill() {
+      process.off('exit', signalUnwatched);
       for (const c of children.values()) if (isRunning(c)) c.process.kill('SIGKILL');
     },
   };

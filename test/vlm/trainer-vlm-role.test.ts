@@ -5,11 +5,13 @@
  * starts it with that many FSDP ranks, and stopping the role stops them all. Skips without the VLM venv.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startLocalWorkers, type LocalWorkers } from '../../cli/local-workers';
+import { PROJECT_ROOT } from '../../infra/settings';
 import { TASK_QUEUES } from '../../schemas/task-queues';
 import { testSettings } from '../helpers/infra';
 import { waitFor } from '../helpers/wait';
@@ -98,5 +100,48 @@ describe('the trainer-vlm local role', { skip: SKIP_REASON }, () => {
     assert.equal(child.process.exitCode, 0, `the Python worker exited cleanly:\n${log().slice(-2000)}`);
     await waitFor('rank 1 to exit', () => Promise.resolve(ranks.every((pid) => !alive(pid))), 30_000);
     workers = undefined;
+  });
+
+  it('gets SIGTERM and exits when the process that started it exits without stopping it (a SIGTERM handler)', async () => {
+    // Like `kill <bench pid>`: bench/run.ts's SIGTERM handler ends with process.exit. The Node roles see their
+    // IPC channel close; the Python trainer has none, and kept polling Temporal after its parent was gone.
+    const model = path.join(tmp, 'tiny');
+    if (!fs.existsSync(path.join(model, 'config.json'))) await buildTinyModel(model, 0);
+    const script = path.join(tmp, 'exits-without-stopping.ts');
+    fs.writeFileSync(
+      script,
+      `import fs from 'node:fs';
+import { startLocalWorkers } from ${JSON.stringify(path.join(PROJECT_ROOT, 'cli', 'local-workers'))};
+import { testSettings } from ${JSON.stringify(path.join(PROJECT_ROOT, 'test', 'helpers', 'infra'))};
+const workers = startLocalWorkers(testSettings(), {
+  roles: ['trainer-vlm'],
+  vlmBaseModel: ${JSON.stringify(model)},
+  vlmTrainerArgs: ['--work-dir', ${JSON.stringify(path.join(tmp, 'work-exit'))}],
+  logDir: ${JSON.stringify(path.join(tmp, 'exit-logs'))},
+  env: { HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' },
+});
+const child = workers.children[0]!;
+console.log('trainer pid ' + child.process.pid);
+const timer = setInterval(() => {
+  const log = fs.existsSync(child.logFile) ? fs.readFileSync(child.logFile, 'utf8') : '';
+  if (log.includes('"ready": true')) { clearInterval(timer); process.exit(143); }
+}, 250);
+`
+    );
+    const parent = spawn(process.execPath, ['--import', 'tsx', script], {
+      cwd: PROJECT_ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    parent.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => parent.once('exit', (c) => resolve(c)));
+    const pid = Number(/trainer pid (\d+)/.exec(out)?.[1]);
+    assert.equal(code, 143, `the parent ran until the trainer was ready, then exited:\n${out}`);
+    assert.ok(pid > 0, out);
+    try {
+      await waitFor('the orphaned Python trainer to exit', () => Promise.resolve(!alive(pid)), 60_000);
+    } finally {
+      if (alive(pid)) process.kill(pid, 'SIGKILL');
+    }
   });
 });
