@@ -70,7 +70,15 @@ import {
   evalPointRecord,
   quickstartBreakdown,
 } from '../scripts/lib/quickstart-campaign';
-import { createCpuCap, createCpuSet, niceThreads, onlineCpus, type CpuCap, type CpuSet } from './lib/cpu-cap';
+import {
+  createCpuCap,
+  createCpuSet,
+  niceAutogroups,
+  niceThreads,
+  onlineCpus,
+  type CpuCap,
+  type CpuSet,
+} from './lib/cpu-cap';
 import { benchOutDir, shownPath } from './lib/output';
 import {
   measureRolloutThroughput,
@@ -316,7 +324,12 @@ export async function benchVlm(args: string[]): Promise<void> {
     );
     if (o.vllmNice !== 0) {
       const pids = servers.flatMap((sv) => (sv.vllm ? processTree(sv.vllm.pid) : []));
-      log(`vLLM at nice ${o.vllmNice}: ${niceThreads(pids, o.vllmNice)} threads of ${pids.length} processes`);
+      // Where sessions are autogroups, a thread's niceness weighs only inside its session: vLLM's own
+      // sessions (each server is one) get the niceness too.
+      const groups = niceAutogroups(pids, o.vllmNice);
+      log(
+        `vLLM at nice ${o.vllmNice}: ${niceThreads(pids, o.vllmNice)} threads of ${pids.length} processes; autogroups ${JSON.stringify(groups)}`
+      );
     }
     log(
       `vLLM servers up in ${((Date.now() - startedAt) / 1000).toFixed(0)} s: ${servers.map((s) => `${s.serverId} ${s.url}`).join(', ')}`

@@ -337,3 +337,44 @@ export function niceThreads(pids: readonly number[], nice: number): number {
   }
   return set;
 }
+
+/** A process's autogroup (/proc/<pid>/autogroup: "/autogroup-<id> nice <n>"), or undefined (gone, or no autogroups). */
+export function autogroupOf(pid: number): { id: string; nice: number } | undefined {
+  try {
+    const m = /^(\/autogroup-\d+) nice (-?\d+)/.exec(fs.readFileSync(`/proc/${pid}/autogroup`, 'utf8'));
+    return m ? { id: m[1]!, nice: Number(m[2]) } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Sets the niceness of the autogroups `pids` run in. Where the kernel groups processes by session
+ * (CONFIG_SCHED_AUTOGROUP, /proc/sys/kernel/sched_autogroup_enabled = 1, processes in the root cgroup), the CPU
+ * is shared between those groups first, and a thread's niceness weighs only inside its own group — so a nice
+ * thread in one session does not yield to a busy one in another. Only groups made of `pids` alone are changed
+ * (a session shared with other processes is reported in `shared`, not touched). Returns the groups changed.
+ */
+export function niceAutogroups(pids: readonly number[], nice: number): { changed: string[]; shared: string[] } {
+  if (!Number.isInteger(nice) || nice < -20 || nice > 19)
+    throw new Error(`niceness ${nice}: give an integer from -20 (first) to 19 (last)`);
+  const mine = new Set(pids);
+  const groups = new Map<string, number[]>();
+  for (const d of fs.readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+    const g = autogroupOf(Number(d));
+    if (g) groups.set(g.id, [...(groups.get(g.id) ?? []), Number(d)]);
+  }
+  const wanted = new Set(pids.flatMap((pid) => autogroupOf(pid)?.id ?? []));
+  const changed: string[] = [];
+  const shared: string[] = [];
+  for (const id of wanted) {
+    const members = groups.get(id) ?? [];
+    if (members.some((pid) => !mine.has(pid))) {
+      shared.push(id);
+      continue;
+    }
+    fs.writeFileSync(`/proc/${members[0]}/autogroup`, String(nice));
+    changed.push(id);
+  }
+  return { changed, shared };
+}
