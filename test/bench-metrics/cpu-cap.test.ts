@@ -10,7 +10,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { createCpuCap, createCpuSet, niceThreads, onlineCpus } from '../../bench/lib/cpu-cap';
+import {
+  autogroupOf,
+  createCpuCap,
+  createCpuSet,
+  niceAutogroups,
+  niceThreads,
+  onlineCpus,
+} from '../../bench/lib/cpu-cap';
 import { cpuSeconds } from '../../bench/lib/proc-cpu';
 import { PROJECT_ROOT } from '../../infra/settings';
 
@@ -249,4 +256,27 @@ test('niceThreads sets every thread of a process, which setpriority on its PID d
     child.kill('SIGKILL');
   }
   assert.throws(() => niceThreads([process.pid], 20), /niceness 20: give an integer from -20/);
+});
+
+test("niceAutogroups sets a session's autogroup that holds only the given processes, and leaves a shared one", async (t) => {
+  if (!autogroupOf(process.pid)) {
+    t.skip('no autogroups on this kernel (/proc/<pid>/autogroup)');
+    return;
+  }
+  // detached: a session, so an autogroup, of its own.
+  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: 'ignore' });
+  try {
+    const pid = child.pid!;
+    for (let i = 0; i < 20 && autogroupOf(pid)?.id === autogroupOf(process.pid)?.id; i++) await sleep(50);
+    const own = autogroupOf(pid)!;
+    assert.notEqual(own.id, autogroupOf(process.pid)!.id, 'the detached child leads its own session');
+    assert.deepEqual(niceAutogroups([pid], 5), { changed: [own.id], shared: [] });
+    assert.equal(autogroupOf(pid)!.nice, 5);
+    // This process's session holds the test runner too: not changed, only reported.
+    const mine = autogroupOf(process.pid)!;
+    assert.deepEqual(niceAutogroups([process.pid], 5), { changed: [], shared: [mine.id] });
+    assert.equal(autogroupOf(process.pid)!.nice, mine.nice);
+  } finally {
+    child.kill('SIGKILL');
+  }
 });
