@@ -196,7 +196,15 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
   if (roles.includes('trainer-vlm')) {
     // The Python worker has no metrics endpoint; it polls TASK_QUEUES.trainerVlm (its default queue).
     const command = vlmTrainerCommand(opts, { ...process.env, ...opts.env });
-    specs.push({ role: 'trainer-vlm', name: 'trainer-vlm', args: [], env: {}, command });
+    // With no IPC channel it cannot watch this process: it arms PR_SET_PDEATHSIG (SIGTERM when this process
+    // dies, kill -9 included) when it sees DARTFLOW_PARENT_PID (python/dartflow_vlm/worker.py exit_with_parent).
+    specs.push({
+      role: 'trainer-vlm',
+      name: 'trainer-vlm',
+      args: [],
+      env: { DARTFLOW_PARENT_PID: String(process.pid) },
+      command,
+    });
   }
   if (roles.includes('env')) {
     for (let i = 0; i < (opts.envWorkers ?? 1); i++) {
@@ -233,7 +241,7 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
     const logFile = path.join(logDir, `${spec.name}.log`);
     const out = fs.openSync(logFile, 'a');
     // `node --import tsx script`: one process per role, so a signal (or kill -9) reaches the worker itself.
-    // The Python trainer gets no IPC channel (it cannot watch its parent: a kill -9 of this process leaves it).
+    // The Python trainer gets no IPC channel (it watches this process through PR_SET_PDEATHSIG instead).
     // DARTFLOW_ROLE_NODE_ARGS: extra node flags for every TypeScript role, e.g. `--cpu-prof --cpu-prof-dir=DIR`
     // to profile each role (node refuses --cpu-prof in NODE_OPTIONS).
     const command = spec.command ?? [

@@ -23,6 +23,7 @@ unreachable, a lost version race) stays retryable. When the worker is ready it p
 import argparse
 import asyncio
 import contextvars
+import ctypes
 import json
 import os
 import signal
@@ -243,8 +244,30 @@ def policy_setup(args: argparse.Namespace) -> PolicySetup:
     )
 
 
+def exit_with_parent(env: dict[str, str] | None = None) -> bool:
+    """
+    Started by dartflow's local launcher (DARTFLOW_PARENT_PID set): SIGTERM when the launcher dies, a kill -9
+    included (Linux PR_SET_PDEATHSIG), as the Node roles notice through their IPC channel. Without it a
+    killed launcher left this worker polling Temporal for a campaign nobody runs. Not set when a user starts
+    the worker by hand (it must outlive the shell that started it). Returns whether it is armed.
+    """
+    env = dict(os.environ) if env is None else env
+    parent = env.get("DARTFLOW_PARENT_PID")
+    if not parent or not sys.platform.startswith("linux"):
+        return False
+    pr_set_pdeathsig = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
+    # The launcher may have died before prctl: this process was re-parented already, and no signal comes.
+    if os.getppid() != int(parent):
+        os.kill(os.getpid(), signal.SIGTERM)
+    return True
+
+
 def main() -> int:
     args = parse_args(sys.argv[1:])
+    exit_with_parent()
     if args.world_size == 1:
         return asyncio.run(run(args))
     settings = DistSettings(

@@ -102,46 +102,53 @@ describe('the trainer-vlm local role', { skip: SKIP_REASON }, () => {
     workers = undefined;
   });
 
-  it('gets SIGTERM and exits when the process that started it exits without stopping it (a SIGTERM handler)', async () => {
-    // Like `kill <bench pid>`: bench/run.ts's SIGTERM handler ends with process.exit. The Node roles see their
-    // IPC channel close; the Python trainer has none, and kept polling Temporal after its parent was gone.
-    const model = path.join(tmp, 'tiny');
-    if (!fs.existsSync(path.join(model, 'config.json'))) await buildTinyModel(model, 0);
-    const script = path.join(tmp, 'exits-without-stopping.ts');
-    fs.writeFileSync(
-      script,
-      `import fs from 'node:fs';
+  for (const { how, exit, code: expected } of [
+    // Like `kill <bench pid>`: bench/run.ts's SIGTERM handler ends with process.exit (the launcher's exit hook).
+    { how: 'exits without stopping it (a SIGTERM handler)', exit: 'process.exit(143)', code: 143 },
+    // kill -9: no hook runs; the worker's PR_SET_PDEATHSIG (armed through DARTFLOW_PARENT_PID) signals it.
+    { how: 'is killed with kill -9', exit: "process.kill(process.pid, 'SIGKILL')", code: null },
+  ])
+    it(`gets SIGTERM and exits when the process that started it ${how}`, async () => {
+      // The Node roles see their IPC channel close; the Python trainer has none, and kept polling Temporal
+      // after its parent was gone.
+      const model = path.join(tmp, 'tiny');
+      if (!fs.existsSync(path.join(model, 'config.json'))) await buildTinyModel(model, 0);
+      const tag = expected === null ? 'killed' : 'exited'; // a log, work dir and script of its own per case
+      const script = path.join(tmp, `parent-${tag}.ts`);
+      fs.writeFileSync(
+        script,
+        `import fs from 'node:fs';
 import { startLocalWorkers } from ${JSON.stringify(path.join(PROJECT_ROOT, 'cli', 'local-workers'))};
 import { testSettings } from ${JSON.stringify(path.join(PROJECT_ROOT, 'test', 'helpers', 'infra'))};
 const workers = startLocalWorkers(testSettings(), {
   roles: ['trainer-vlm'],
   vlmBaseModel: ${JSON.stringify(model)},
-  vlmTrainerArgs: ['--work-dir', ${JSON.stringify(path.join(tmp, 'work-exit'))}],
-  logDir: ${JSON.stringify(path.join(tmp, 'exit-logs'))},
+  vlmTrainerArgs: ['--work-dir', ${JSON.stringify(path.join(tmp, `work-${tag}`))}],
+  logDir: ${JSON.stringify(path.join(tmp, `logs-${tag}`))},
   env: { HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' },
 });
 const child = workers.children[0]!;
 console.log('trainer pid ' + child.process.pid);
 const timer = setInterval(() => {
   const log = fs.existsSync(child.logFile) ? fs.readFileSync(child.logFile, 'utf8') : '';
-  if (log.includes('"ready": true')) { clearInterval(timer); process.exit(143); }
+  if (log.includes('"ready": true')) { clearInterval(timer); ${exit}; }
 }, 250);
 `
-    );
-    const parent = spawn(process.execPath, ['--import', 'tsx', script], {
-      cwd: PROJECT_ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
+      );
+      const parent = spawn(process.execPath, ['--import', 'tsx', script], {
+        cwd: PROJECT_ROOT,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let out = '';
+      parent.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      const code = await new Promise<number | null>((resolve) => parent.once('exit', (c) => resolve(c)));
+      const pid = Number(/trainer pid (\d+)/.exec(out)?.[1]);
+      assert.equal(code, expected, `the parent ran until the trainer was ready, then ended:\n${out}`);
+      assert.ok(pid > 0, out);
+      try {
+        await waitFor('the orphaned Python trainer to exit', () => Promise.resolve(!alive(pid)), 60_000);
+      } finally {
+        if (alive(pid)) process.kill(pid, 'SIGKILL');
+      }
     });
-    let out = '';
-    parent.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    const code = await new Promise<number | null>((resolve) => parent.once('exit', (c) => resolve(c)));
-    const pid = Number(/trainer pid (\d+)/.exec(out)?.[1]);
-    assert.equal(code, 143, `the parent ran until the trainer was ready, then exited:\n${out}`);
-    assert.ok(pid > 0, out);
-    try {
-      await waitFor('the orphaned Python trainer to exit', () => Promise.resolve(!alive(pid)), 60_000);
-    } finally {
-      if (alive(pid)) process.kill(pid, 'SIGKILL');
-    }
-  });
 });
