@@ -19,8 +19,9 @@
  * in vLLM's queue). The loop has more episodes in flight (--envs) than vLLM batch slots, as DART's rollout
  * service has more envs than inference slots, so a slot whose episode is stepping its env is taken by
  * another episode's request. vLLM's prefix, multimodal and encoder caches are emptied before each window
- * (the direct drive replays the loop's very prompts: it would find them cached). The env worker runs at
- * --env-nice (envs and inference share 2 cores here; DART runs them on separate machines). Greedy decoding
+ * (the direct drive replays the loop's very prompts: it would find them cached). Envs and inference share
+ * 2 cores here (DART runs them on separate machines): vLLM's threads and its own sessions' autogroups run at
+ * --vllm-nice (10), the env worker and its Chromium at --env-nice (0), so the envs go first. Greedy decoding
  * makes both sides generate the same tokens, so the ratio is the loop's overhead alone. Each window's
  * steady-state tokens/s (the middle 80 % of its tokens) is reported beside its whole-window rate. Unless
  * --single-round, each set runs in two rounds, the second in mirrored order (loop, direct, direct; then
@@ -37,7 +38,7 @@
  *
  * Writes vlm.json and vlm-vs-{time,episodes}.png, vlm-systems.png to the bench output directory (docs/bench
  * with --publish).
- * Run: npm run bench -- vlm [--minutes 30] [--size tiny|small|base] [--bc 256] [--bc-epochs 8] [--envs 8] [--seqs 2] [--env-nice 10] [--vllm-nice 0]
+ * Run: npm run bench -- vlm [--minutes 30] [--size tiny|small|base] [--bc 256] [--bc-epochs 8] [--envs 8] [--seqs 2] [--env-nice 0] [--vllm-nice 10]
  *      [--eval-episodes 32] [--eval-every 3] [--throughput-episodes 32] [--skip-throughput] [--single-round] [--vllm-cores 1.5 (0: no capped windows)] [--coload-cores 0]
  *      [--vllm-cpus last|none|1,2 (CPUs of vLLM's own in the third set)]
  *      [section.field=value ...]
@@ -130,8 +131,8 @@ function parseOptions(args: string[]): VlmBenchOptions {
       'bc-epochs': { type: 'string', default: '8' },
       envs: { type: 'string', default: '8' },
       seqs: { type: 'string', default: '2' },
-      'env-nice': { type: 'string', default: '10' },
-      'vllm-nice': { type: 'string', default: '0' },
+      'env-nice': { type: 'string', default: '0' },
+      'vllm-nice': { type: 'string', default: '10' },
       'eval-episodes': { type: 'string', default: '32' },
       'eval-every': { type: 'string', default: '3' },
       'throughput-episodes': { type: 'string', default: '32' },
@@ -339,7 +340,8 @@ export async function benchVlm(args: string[]): Promise<void> {
       envWorkers: 1,
       envSlots: o.envs,
       envKind: 'browser',
-      // Envs and inference share 2 cores here (DART runs them on separate machines): vLLM goes first.
+      // Envs and inference share 2 cores here (DART runs them on separate machines): the envs go first
+      // (--vllm-nice), so an episode's turn is not kept waiting behind vLLM's busy engines and vLLM stays fed.
       niceness: { env: o.envNice },
       vlmBaseModel: modelDir,
       logDir: path.join(work, 'logs'),
