@@ -309,6 +309,11 @@ function cgroupOf(pid: number, h: Hierarchy): string | undefined {
   return h.root;
 }
 
+function assertNiceness(nice: number): void {
+  if (!Number.isInteger(nice) || nice < -20 || nice > 19)
+    throw new Error(`niceness ${nice}: give an integer from -20 (first) to 19 (last)`);
+}
+
 /**
  * Sets the scheduling niceness of every thread of `pids`. Linux niceness is per thread: setpriority on a
  * PID changes only its main thread, and threads already running keep theirs (threads made later inherit it
@@ -316,8 +321,7 @@ function cgroupOf(pid: number, h: Hierarchy): string | undefined {
  * threads were set. A negative niceness needs CAP_SYS_NICE.
  */
 export function niceThreads(pids: readonly number[], nice: number): number {
-  if (!Number.isInteger(nice) || nice < -20 || nice > 19)
-    throw new Error(`niceness ${nice}: give an integer from -20 (first) to 19 (last)`);
+  assertNiceness(nice);
   let set = 0;
   for (const pid of pids) {
     let tids: string[];
@@ -356,8 +360,7 @@ export function autogroupOf(pid: number): { id: string; nice: number } | undefin
  * (a session shared with other processes is reported in `shared`, not touched). Returns the groups changed.
  */
 export function niceAutogroups(pids: readonly number[], nice: number): { changed: string[]; shared: string[] } {
-  if (!Number.isInteger(nice) || nice < -20 || nice > 19)
-    throw new Error(`niceness ${nice}: give an integer from -20 (first) to 19 (last)`);
+  assertNiceness(nice);
   const mine = new Set(pids);
   const groups = new Map<string, number[]>();
   for (const d of fs.readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {

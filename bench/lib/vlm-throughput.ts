@@ -463,7 +463,6 @@ interface LoopRun {
   occupancy: Array<BatchOccupancy | null>;
   steady: number;
   cores: ReturnType<typeof coresIn>;
-  cacheRates: ReturnType<typeof cacheHitRates>;
   /** The fronts' answered requests and their time in the front and in vLLM over the window, summed over servers. */
   fronts: FrontStats;
 }
@@ -513,7 +512,6 @@ async function runLoop(
     // The loop's answers by when their step ended (it drains by whole episodes, the direct drive by requests).
     steady: steadyTokensPerSecond(turns.map((t) => ({ at: t.endedAt, tokens: t.tokens }))),
     cores,
-    cacheRates,
     fronts,
   };
 }
@@ -694,7 +692,7 @@ async function measureWindows(
   };
   ctx.log(`cores busy: ${JSON.stringify(cores)}`);
   ctx.log(
-    `vLLM cache hit rates (caches emptied before each window): loop ${JSON.stringify(first.cacheRates)}, direct ${JSON.stringify(drives.map((d) => ({ prefixHitRate: d.window.prefixHitRate, mmHitRate: d.window.mmHitRate })))}`
+    `vLLM cache hit rates (caches emptied before each window): loop ${JSON.stringify({ prefixHitRate: first.window.prefixHitRate, mmHitRate: first.window.mmHitRate })}, direct ${JSON.stringify(drives.map((d) => ({ prefixHitRate: d.window.prefixHitRate, mmHitRate: d.window.mmHitRate })))}`
   );
   ctx.log(
     `direct drive by concurrency: ${directByConcurrency.map((d) => `${d.concurrency} clients ${d.tokensPerSecond} tokens/s (loop ${d.ratio.toFixed(2)}×)`).join(', ')}`

@@ -18,7 +18,7 @@ import {
   niceThreads,
   onlineCpus,
 } from '../../bench/lib/cpu-cap';
-import { cpuSeconds } from '../../bench/lib/proc-cpu';
+import { cpuSeconds, procStatFields } from '../../bench/lib/proc-cpu';
 import { PROJECT_ROOT } from '../../infra/settings';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -225,10 +225,7 @@ test('a group left by a process killed outright is removed by the next one, its 
 
 /** Each thread's niceness (/proc/<pid>/task/<tid>/stat field 19). */
 const threadNices = (pid: number) =>
-  fs.readdirSync(`/proc/${pid}/task`).map((tid) => {
-    const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]); // f[0] is field 3
-  });
+  fs.readdirSync(`/proc/${pid}/task`).map((tid) => Number(procStatFields(`/proc/${pid}/task/${tid}/stat`)[16]));
 
 test('niceThreads sets every thread of a process, which setpriority on its PID does not', async () => {
   // A process with a worker thread (and libuv's pool): several threads started before anyone renices it.

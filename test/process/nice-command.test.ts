@@ -8,32 +8,22 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { test } from 'node:test';
 import { niceCommand, niceCommandContext, onPath } from '../../cli/nice-command';
+import { procStatFields } from '../../bench/lib/proc-cpu';
 import { CHROMIUM_ARGS } from '../../envs/browser/host';
 import { loadInfraSettings } from '../../infra/settings';
+import { processTree } from '../../infra/vllm';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The niceness of every thread of `root` and its descendants (/proc/<pid>/task/<tid>/stat field 19). */
 function treeNices(root: number): number[] {
-  const parentOf = new Map<number, number>();
-  for (const d of fs.readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
-    try {
-      const s = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-      parentOf.set(Number(d), Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone
-    }
-  }
-  const tree = [root];
-  for (let i = 0; i < tree.length; i++) for (const [pid, ppid] of parentOf) if (ppid === tree[i]) tree.push(pid);
-  return tree.flatMap((pid) => {
+  return processTree(root).flatMap((pid) => {
     try {
       return fs.readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
         try {
-          const s = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-          return [Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[16])];
+          return [Number(procStatFields(`/proc/${pid}/task/${tid}/stat`)[16])];
         } catch {
-          return [];
+          return []; // gone
         }
       });
     } catch {
