@@ -196,8 +196,10 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
   if (roles.includes('trainer-vlm')) {
     // The Python worker has no metrics endpoint; it polls TASK_QUEUES.trainerVlm (its default queue).
     const command = vlmTrainerCommand(opts, { ...process.env, ...opts.env });
-    // With no IPC channel it cannot watch this process: it arms PR_SET_PDEATHSIG (SIGTERM when this process
-    // dies, kill -9 included) when it sees DARTFLOW_PARENT_PID (python/dartflow_vlm/worker.py exit_with_parent).
+    // With no IPC channel it cannot watch this process (infra/parent-watch.ts): it arms PR_SET_PDEATHSIG
+    // (SIGTERM when this process ends, a process.exit in a SIGTERM handler or a kill -9 alike) when it sees
+    // DARTFLOW_PARENT_PID (python/dartflow_vlm/worker.py exit_with_parent). Without it a bench stopped with
+    // `kill` left the trainer polling a Temporal server that had gone.
     specs.push({
       role: 'trainer-vlm',
       name: 'trainer-vlm',
@@ -229,14 +231,6 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
   }
 
   const children = new Map<string, LocalChild>();
-  // A child with no IPC channel (the Python trainer) cannot notice this process ending (infra/parent-watch.ts):
-  // however it ends short of a kill -9 — process.exit in a SIGTERM handler included — it is sent SIGTERM
-  // (it finishes an in-flight step and exits). Without this a bench stopped with `kill` left the trainer
-  // polling a Temporal server that had gone.
-  const signalUnwatched = () => {
-    for (const c of children.values()) if (isRunning(c) && !c.process.channel) c.process.kill('SIGTERM');
-  };
-  process.on('exit', signalUnwatched);
   const launch = (spec: (typeof specs)[number]): LocalChild => {
     const logFile = path.join(logDir, `${spec.name}.log`);
     const out = fs.openSync(logFile, 'a');
@@ -289,7 +283,6 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
       return launch(spec);
     },
     async stop(graceMs = 20_000) {
-      process.off('exit', signalUnwatched);
       const alive = [...children.values()].filter(isRunning);
       const exited = Promise.all(
         alive.map(
@@ -306,7 +299,6 @@ export function startLocalWorkers(settings: InfraSettings, opts: LocalWorkersOpt
       clearTimeout(timer);
     },
     kill() {
-      process.off('exit', signalUnwatched);
       for (const c of children.values()) if (isRunning(c)) c.process.kill('SIGKILL');
     },
   };

@@ -244,15 +244,14 @@ def policy_setup(args: argparse.Namespace) -> PolicySetup:
     )
 
 
-def exit_with_parent(env: dict[str, str] | None = None) -> bool:
+def exit_with_parent() -> bool:
     """
     Started by dartflow's local launcher (DARTFLOW_PARENT_PID set): SIGTERM when the launcher dies, a kill -9
     included (Linux PR_SET_PDEATHSIG), as the Node roles notice through their IPC channel. Without it a
     killed launcher left this worker polling Temporal for a campaign nobody runs. Not set when a user starts
     the worker by hand (it must outlive the shell that started it). Returns whether it is armed.
     """
-    env = dict(os.environ) if env is None else env
-    parent = env.get("DARTFLOW_PARENT_PID")
+    parent = os.environ.get("DARTFLOW_PARENT_PID")
     if not parent or not sys.platform.startswith("linux"):
         return False
     pr_set_pdeathsig = 1

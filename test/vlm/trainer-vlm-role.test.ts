@@ -103,9 +103,10 @@ describe('the trainer-vlm local role', { skip: SKIP_REASON }, () => {
   });
 
   for (const { how, exit, code: expected } of [
-    // Like `kill <bench pid>`: bench/run.ts's SIGTERM handler ends with process.exit (the launcher's exit hook).
+    // Like `kill <bench pid>`: bench/run.ts's SIGTERM handler ends with process.exit.
     { how: 'exits without stopping it (a SIGTERM handler)', exit: 'process.exit(143)', code: 143 },
-    // kill -9: no hook runs; the worker's PR_SET_PDEATHSIG (armed through DARTFLOW_PARENT_PID) signals it.
+    // kill -9: no exit hook could run. In both cases the worker's PR_SET_PDEATHSIG (armed through
+    // DARTFLOW_PARENT_PID) signals it.
     { how: 'is killed with kill -9', exit: "process.kill(process.pid, 'SIGKILL')", code: null },
   ])
     it(`gets SIGTERM and exits when the process that started it ${how}`, async () => {
